@@ -1,0 +1,96 @@
+"""The ``rackops`` command line: argument parsing and exit codes only.
+
+Every subcommand is one library call. Errors rackops raises on purpose print
+one line to stderr; ``--debug`` shows the traceback, nothing else does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+
+from rackops import __version__
+from rackops.errors import ExitCode, RackopsError
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse exits 2 on usage errors; rackops uses 64 (EX_USAGE) everywhere."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        raise SystemExit(ExitCode.USAGE)
+
+
+def _cmd_lint(args: argparse.Namespace) -> int:
+    from rackops.lint import lint_inventory, rule_table
+
+    if args.list_rules:
+        for code, summary in sorted(rule_table().items()):
+            print(f"{code:7} {summary}")
+        return ExitCode.OK
+    if not args.inventory:
+        raise RackopsError("lint needs an inventory: rackops lint -i inventories/<rack>")
+    report = lint_inventory(args.inventory)
+    if args.format == "json":
+        print(
+            json.dumps(
+                {
+                    "inventory": str(report.inventory),
+                    "errors": report.errors,
+                    "warnings": report.warnings,
+                    "diagnostics": [d.as_dict() for d in report.diagnostics],
+                },
+                indent=2,
+            )
+        )
+    else:
+        for d in report.diagnostics:
+            print(d.human())
+        summary = f"{report.inventory}: {report.errors} error(s), {report.warnings} warning(s)"
+        print(summary, file=sys.stderr)
+    return int(report.exit_code)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="rackops",
+        description="Provision, render and validate a rack of GPU servers from one inventory.",
+    )
+    parser.add_argument("--version", action="version", version=f"rackops {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    lint = sub.add_parser(
+        "lint",
+        help="check the rack design (inventory, cabling, QoS, MTU, versions) offline",
+        description="Check the design of a rack before anything touches a machine. "
+        "Exit 0 clean, 1 warnings, 2 errors, 64 usage error or unreadable inventory.",
+    )
+    lint.add_argument("-i", "--inventory", help="inventory file or directory")
+    lint.add_argument("--format", choices=("human", "json"), default="human")
+    lint.add_argument("--list-rules", action="store_true", help="print every rule code and stop")
+    lint.set_defaults(func=_cmd_lint)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    func: Callable[[argparse.Namespace], int] | None = getattr(args, "func", None)
+    if func is None:
+        parser.print_help()
+        return ExitCode.USAGE
+    try:
+        return func(args)
+    except RackopsError as exc:
+        if args.debug:
+            traceback.print_exc()
+        print(f"rackops: error: {exc}", file=sys.stderr)
+        return int(exc.exit_code)
+    except KeyboardInterrupt:
+        print("rackops: interrupted", file=sys.stderr)
+        return 130

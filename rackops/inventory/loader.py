@@ -1,0 +1,450 @@
+"""Load an Ansible inventory through ansible-core and build the rack model.
+
+Variables are read exactly as Ansible reads them (``InventoryManager`` +
+``VariableManager``: group_vars/host_vars precedence, INI or YAML), then checked
+with pydantic. Every problem becomes a :class:`Diagnostic` that names the file
+and line (from ansible-core's origin tags), the host and the key.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from rackops.diagnostics import Diagnostic, Level
+from rackops.errors import InventoryError, ProfileError
+from rackops.inventory.model import (
+    Cluster,
+    Fabric,
+    Hca,
+    HostQos,
+    Node,
+    Switch,
+    SwitchQos,
+    Versions,
+)
+from rackops.profiles import LoadedProfile, available_profiles, find_profile, load_profile_file
+from rackops.yamlpos import yaml_error_location
+
+# Quiet ansible-core before it is imported: rackops reports problems itself.
+os.environ.setdefault("ANSIBLE_LOCALHOST_WARNING", "False")
+os.environ.setdefault("ANSIBLE_INVENTORY_UNPARSED_WARNING", "False")
+os.environ.setdefault("ANSIBLE_DEPRECATION_WARNINGS", "False")
+
+NODE_GROUP = "gpu_nodes"
+SWITCH_GROUP = "switches"
+SWITCH_OS_GROUPS = ("sonic", "cumulus", "eos", "mlnx_os")
+
+Origin = tuple[str, int | None]
+M = TypeVar("M", bound=BaseModel)
+
+# model field -> inventory variable, per model
+NODE_VARS = {
+    "address": "ansible_host",
+    "ssh_port": "ansible_port",
+    "profile": "rackops_profile",
+    "gpus": "rackops_gpus",
+    "hcas": "rackops_hcas",
+    "qos": "rackops_host_qos",
+}
+SWITCH_VARS = {
+    "address": "ansible_host",
+    "ssh_port": "ansible_port",
+    "os": "rackops_switch_os",
+    "role": "rackops_switch_role",
+    "rail": "rackops_switch_rail",
+    "ports": "rackops_switch_ports",
+    "mtu": "rackops_switch_mtu",
+    "qos": "rackops_switch_qos",
+}
+DESIGN_VARS = ("rackops_fabric", "rackops_versions")
+
+
+@dataclass
+class HostVars:
+    """Plain (untagged, templated) rackops variables of one host, with origins."""
+
+    name: str
+    values: dict[str, Any]
+    origins: dict[tuple[Any, ...], Origin] = field(default_factory=dict)
+    default_path: str | None = None
+
+    def origin(self, *path: Any) -> Origin:
+        """The file and line that set ``path`` (falls back to its parents)."""
+        for cut in range(len(path), 0, -1):
+            found = self.origins.get(tuple(path[:cut]))
+            if found is not None:
+                return found
+        return (self.default_path or "<inventory>", None)
+
+
+@dataclass
+class LoadResult:
+    """The model (when the inventory is readable) and every problem found."""
+
+    inventory: Path
+    cluster: Cluster | None
+    diagnostics: list[Diagnostic]
+    hostvars: dict[str, HostVars]
+    profiles: dict[str, LoadedProfile]
+
+    def origin(self, host: str, *path: Any) -> Origin:
+        hv = self.hostvars.get(host)
+        return hv.origin(*path) if hv else (str(self.inventory), None)
+
+    def raise_for_errors(self) -> Cluster:
+        errors = [d for d in self.diagnostics if d.level is Level.ERROR]
+        if errors or self.cluster is None:
+            first = errors[0] if errors else None
+            if first is None:
+                raise InventoryError("inventory has no usable rack", path=str(self.inventory))
+            raise InventoryError(f"{first.code} {first.message}", path=first.path, line=first.line)
+        return self.cluster
+
+
+def display_path(path: str | Path) -> str:
+    """``path`` relative to the working directory when it lies below it."""
+    p = Path(path)
+    try:
+        return str(p.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(p)
+
+
+def _origin_of(value: Any) -> Origin | None:
+    try:  # ansible-core >= 2.19 tags every loaded value with where it came from
+        from ansible._internal._datatag._tags import Origin as AnsibleOrigin
+    except ImportError:  # pragma: no cover - older ansible-core: file-level only
+        return None
+    tag = AnsibleOrigin.get_tag(value)
+    if tag is None or tag.path is None:
+        return None
+    return (display_path(tag.path), tag.line_num)
+
+
+def _plain(value: Any, path: tuple[Any, ...], origins: dict[tuple[Any, ...], Origin]) -> Any:
+    """Strip ansible's tagged types to builtins, recording each value's origin."""
+    found = _origin_of(value)
+    if found is not None:
+        origins[path] = found
+    if isinstance(value, Mapping):
+        return {
+            _plain(k, (), {}): _plain(v, (*path, _plain(k, (), {})), origins)
+            for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [_plain(v, (*path, i), origins) for i, v in enumerate(value)]
+    if isinstance(value, bool) or value is None:
+        return value
+    for kind in (int, float, str):
+        if isinstance(value, kind):
+            return kind(value)
+    return value
+
+
+def _yaml_syntax_problems(root: Path) -> list[Diagnostic]:
+    """Ansible reports YAML syntax errors without a usable line; we do it first."""
+    files: Iterable[Path]
+    if root.is_dir():
+        files = sorted(p for p in root.rglob("*") if p.suffix in (".yml", ".yaml"))
+    else:
+        files = [root] if root.suffix in (".yml", ".yaml") else []
+    problems = []
+    for path in files:
+        try:
+            list(yaml.safe_load_all(path.read_text(encoding="utf-8")))
+        except yaml.YAMLError as exc:
+            line, reason = yaml_error_location(exc)
+            problems.append(
+                Diagnostic(
+                    "INV000", Level.ERROR, f"{reason}; fix the YAML", display_path(path), line
+                )
+            )
+        except (OSError, UnicodeDecodeError) as exc:
+            problems.append(
+                Diagnostic("INV000", Level.ERROR, f"cannot read file: {exc}", display_path(path))
+            )
+    return problems
+
+
+def _loc_to_path(loc: tuple[int | str, ...], var_of: Mapping[str, str]) -> tuple[Any, ...]:
+    if not loc:
+        return ()
+    head = var_of.get(str(loc[0]), str(loc[0]))
+    return (head, *loc[1:])
+
+
+def _validate(
+    model: type[M],
+    data: dict[str, Any],
+    *,
+    hv: HostVars,
+    var_of: Mapping[str, str],
+    subject: str,
+    diagnostics: list[Diagnostic],
+    root_var: str | None = None,
+) -> M | None:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        for err in exc.errors():
+            loc = tuple(err["loc"])
+            path = (root_var, *loc) if root_var else _loc_to_path(loc, var_of)
+            key = ".".join(str(p) for p in path) or model.__name__
+            file, line = hv.origin(*path)
+            found = err.get("input")
+            found_txt = "nothing" if err["type"] == "missing" else repr(found)
+            if err["type"] == "missing":
+                msg = f"{subject}: {key} is required but not set; add it"
+            else:
+                msg = f"{subject}: {key}: {err['msg']} (found {found_txt})"
+            diagnostics.append(Diagnostic("INV001", Level.ERROR, msg, file, line, subject, key))
+        return None
+
+
+def _read_hostvars(path: Path) -> tuple[Any, Any, Any]:
+    from ansible.errors import AnsibleError
+    from ansible.inventory.manager import InventoryManager
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.vars.manager import VariableManager
+
+    loader = DataLoader()
+    try:
+        inv = InventoryManager(loader=loader, sources=[str(path)])
+    except AnsibleError as exc:
+        raise InventoryError(
+            f"ansible cannot read the inventory: {exc.message}", path=str(path)
+        ) from exc
+    return loader, inv, VariableManager(loader=loader, inventory=inv)
+
+
+def _host_vars(name: str, raw: Mapping[str, Any], loader: Any, inventory_path: Path) -> HostVars:
+    from ansible.template import Templar
+
+    wanted = {
+        k: v
+        for k, v in raw.items()
+        if k.startswith("rackops_") or k in ("ansible_host", "ansible_port")
+    }
+    origins: dict[tuple[Any, ...], Origin] = {}
+    values = {k: _plain(v, (k,), origins) for k, v in wanted.items()}
+    if any("{{" in repr(v) for v in values.values()):
+        templar = Templar(loader=loader, variables=raw)
+        for k, v in list(values.items()):
+            if "{{" in repr(v):
+                values[k] = _plain(templar.template(wanted[k]), (k,), {})
+    default = str(inventory_path if inventory_path.is_file() else inventory_path / "hosts.yml")
+    return HostVars(name, values, origins, default)
+
+
+def load_inventory(path: str | Path) -> LoadResult:
+    """Read the inventory at ``path`` and build the rack model.
+
+    Never raises for a bad inventory: every problem is a diagnostic. Raises
+    :class:`InventoryError` only when ``path`` is not an inventory at all.
+    """
+    root = Path(path)
+    if not root.exists():
+        raise InventoryError("no such inventory file or directory; pass -i PATH", path=str(root))
+    diagnostics = _yaml_syntax_problems(root)
+    if diagnostics:
+        return LoadResult(root, None, diagnostics, {}, {})
+
+    from ansible.errors import AnsibleError
+
+    loader, inv, vm = _read_hostvars(root)
+    inventory_dir = root if root.is_dir() else root.parent
+    groups = inv.groups
+    if NODE_GROUP not in groups or not groups[NODE_GROUP].get_hosts():
+        raise InventoryError(
+            f"the inventory has no hosts in group {NODE_GROUP!r}; put the GPU servers there",
+            path=str(root),
+        )
+
+    hostvars: dict[str, HostVars] = {}
+    try:
+        for host in inv.get_hosts():
+            raw = vm.get_vars(host=host, include_hostvars=False)
+            hostvars[host.name] = _host_vars(host.name, raw, loader, root)
+    except AnsibleError as exc:
+        raise InventoryError(
+            f"ansible cannot read the variables: {exc.message}", path=str(root)
+        ) from exc
+
+    node_names = [h.name for h in groups[NODE_GROUP].get_hosts()]
+    switch_hosts = groups[SWITCH_GROUP].get_hosts() if SWITCH_GROUP in groups else []
+    switch_names = [h.name for h in switch_hosts]
+
+    profiles: dict[str, LoadedProfile] = {}
+    nodes: list[Node] = []
+    for name in node_names:
+        node = _build_node(name, hostvars[name], inventory_dir, profiles, diagnostics)
+        if node is not None:
+            nodes.append(node)
+
+    switches: list[Switch] = []
+    for host in switch_hosts:
+        os_groups = [g.name for g in host.get_groups() if g.name in SWITCH_OS_GROUPS]
+        sw = _build_switch(host.name, hostvars[host.name], os_groups, diagnostics)
+        if sw is not None:
+            switches.append(sw)
+
+    fabric, versions = _build_design(node_names + switch_names, hostvars, diagnostics)
+    cluster = None
+    if fabric is not None and versions is not None:
+        cluster = Cluster(
+            name=inventory_dir.name,
+            fabric=fabric,
+            versions=versions,
+            nodes=tuple(nodes),
+            switches=tuple(switches),
+        )
+    return LoadResult(root, cluster, diagnostics, hostvars, profiles)
+
+
+def _build_node(
+    name: str,
+    hv: HostVars,
+    inventory_dir: Path,
+    profiles: dict[str, LoadedProfile],
+    diagnostics: list[Diagnostic],
+) -> Node | None:
+    v = hv.values
+    profile_name = v.get("rackops_profile")
+    gpus = v.get("rackops_gpus")
+    if isinstance(profile_name, str):
+        loaded = profiles.get(profile_name)
+        if loaded is None and find_profile(profile_name, inventory_dir) is None:
+            file, line = hv.origin("rackops_profile")
+            known = ", ".join(available_profiles(inventory_dir))
+            diagnostics.append(
+                Diagnostic(
+                    "INV002",
+                    Level.ERROR,
+                    f"{name}: rackops_profile {profile_name!r} is not a known hardware profile; "
+                    f"use one of: {known} (or add profiles/{profile_name}.yaml beside the "
+                    "inventory)",
+                    file,
+                    line,
+                    name,
+                    "rackops_profile",
+                )
+            )
+        elif loaded is None:
+            path = find_profile(profile_name, inventory_dir)
+            assert path is not None
+            try:
+                loaded = load_profile_file(path, check_peaks=False)
+                profiles[profile_name] = loaded
+            except ProfileError as exc:
+                file, line = hv.origin("rackops_profile")
+                diagnostics.append(
+                    Diagnostic(
+                        "INV002",
+                        Level.ERROR,
+                        f"{name}: profile {profile_name!r}: {exc}",
+                        file,
+                        line,
+                        name,
+                        "rackops_profile",
+                    )
+                )
+        if gpus is None and loaded is not None:
+            gpus = loaded.profile.gpu.count
+    if gpus is None and isinstance(v.get("rackops_hcas"), list):
+        gpus = (
+            max(
+                (
+                    h.get("gpu", 0)
+                    for h in v["rackops_hcas"]
+                    if isinstance(h, dict) and isinstance(h.get("gpu"), int)
+                ),
+                default=0,
+            )
+            + 1
+        )
+    data = {
+        "name": name,
+        "address": v.get("ansible_host", name),
+        "ssh_port": v.get("ansible_port", 22),
+        "profile": profile_name,
+        "gpus": gpus,
+        "hcas": v.get("rackops_hcas"),
+        "qos": v.get("rackops_host_qos") or {},
+    }
+    return _validate(Node, data, hv=hv, var_of=NODE_VARS, subject=name, diagnostics=diagnostics)
+
+
+def _build_switch(
+    name: str, hv: HostVars, os_groups: list[str], diagnostics: list[Diagnostic]
+) -> Switch | None:
+    v = hv.values
+    os_name = v.get("rackops_switch_os")
+    if os_name is None and len(os_groups) == 1:
+        os_name = os_groups[0]
+    data = {
+        "name": name,
+        "address": v.get("ansible_host", name),
+        "ssh_port": v.get("ansible_port", 22),
+        "os": os_name,
+        "role": v.get("rackops_switch_role"),
+        "rail": v.get("rackops_switch_rail"),
+        "ports": v.get("rackops_switch_ports"),
+        "mtu": v.get("rackops_switch_mtu"),
+        "qos": v.get("rackops_switch_qos") or {},
+    }
+    return _validate(Switch, data, hv=hv, var_of=SWITCH_VARS, subject=name, diagnostics=diagnostics)
+
+
+def _build_design(
+    hosts: list[str], hostvars: dict[str, HostVars], diagnostics: list[Diagnostic]
+) -> tuple[Fabric | None, Versions | None]:
+    """The design is the same for every host; a host that differs is an error."""
+    reference = hosts[0]
+    ref = hostvars[reference]
+    for host in hosts[1:]:
+        hv = hostvars[host]
+        for var in DESIGN_VARS:
+            if hv.values.get(var) != ref.values.get(var):
+                file, line = hv.origin(var)
+                diagnostics.append(
+                    Diagnostic(
+                        "INV005",
+                        Level.ERROR,
+                        f"{host}: {var} differs from the one {reference} gets "
+                        f"({ref.origin(var)[0]}); the fabric design and pinned versions must be "
+                        f"set once for the whole rack (group_vars/all), not per host",
+                        file,
+                        line,
+                        host,
+                        var,
+                    )
+                )
+    fabric = _validate(
+        Fabric,
+        ref.values.get("rackops_fabric") or {},
+        hv=ref,
+        var_of={},
+        subject="design",
+        diagnostics=diagnostics,
+        root_var="rackops_fabric",
+    )
+    versions = _validate(
+        Versions,
+        ref.values.get("rackops_versions") or {},
+        hv=ref,
+        var_of={},
+        subject="design",
+        diagnostics=diagnostics,
+        root_var="rackops_versions",
+    )
+    return fabric, versions
+
+
+__all__ = ["Hca", "HostQos", "HostVars", "LoadResult", "SwitchQos", "load_inventory"]

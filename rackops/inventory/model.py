@@ -1,0 +1,237 @@
+"""The typed, immutable model of a rack, built from an Ansible inventory.
+
+cluster → nodes (address, profile, GPUs, cabling map) → switches → fabric
+design (type, MTU, RoCE QoS intent) and the software versions to pin.
+
+Inventory variable → model field:
+
+=========================  ============================================
+``ansible_host``/``_port``  ``Node.address`` / ``Switch.address``, ``ssh_port``
+``rackops_profile``         ``Node.profile`` (a file in validators/profiles)
+``rackops_gpus``            ``Node.gpus`` (count; default: the profile's)
+``rackops_hcas``            ``Node.hcas`` (the cabling map)
+``rackops_host_qos``        ``Node.qos`` (per-host overrides of the design)
+``rackops_switch_os``       ``Switch.os`` (default: its sonic/cumulus/eos group)
+``rackops_switch_role``     ``Switch.role``
+``rackops_switch_rail``     ``Switch.rail`` (rail of a rail-optimised leaf)
+``rackops_switch_ports``    ``Switch.ports``
+``rackops_switch_mtu``      ``Switch.mtu`` (default: the design's switch MTU)
+``rackops_switch_qos``      ``Switch.qos`` (per-switch overrides)
+``rackops_fabric``          ``Cluster.fabric``
+``rackops_versions``        ``Cluster.versions``
+=========================  ============================================
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Self
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+Dscp = int
+Priority = int
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _priorities(values: tuple[int, ...]) -> tuple[int, ...]:
+    for v in values:
+        if not 0 <= v <= 7:
+            raise ValueError(f"priority {v} is not in 0..7")
+    if len(set(values)) != len(values):
+        raise ValueError("a priority is listed twice")
+    return tuple(sorted(values))
+
+
+class Hca(_Frozen):
+    """One HCA of a node and where its cable goes."""
+
+    device: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_]*$", description="e.g. mlx5_0")
+    netdev: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_.-]*$", description="e.g. ibp24s0")
+    rail: int = Field(ge=0, le=63)
+    gpu: int = Field(ge=0, le=71, description="index of the GPU this HCA pairs with")
+    switch: str = Field(min_length=1)
+    port: str = Field(min_length=1)
+    address: str | None = Field(default=None, description="fabric IP address (RoCE)")
+
+
+class HostQos(_Frozen):
+    """Per-host overrides of the RoCE design; empty means 'as designed'."""
+
+    dscp2prio: dict[Dscp, Priority] = Field(default_factory=dict)
+    pfc_priorities: tuple[Priority, ...] | None = None
+    cnp_dscp: Dscp | None = Field(default=None, ge=0, le=63)
+    nccl_ib_tc: int | None = Field(default=None, ge=0, le=255)
+    mtu: int | None = Field(default=None, ge=576, le=9216)
+
+    @field_validator("pfc_priorities")
+    @classmethod
+    def _check_pfc(cls, v: tuple[int, ...] | None) -> tuple[int, ...] | None:
+        return None if v is None else _priorities(v)
+
+    @field_validator("dscp2prio")
+    @classmethod
+    def _check_map(cls, v: dict[int, int]) -> dict[int, int]:
+        return _check_dscp_map(v, "priority")
+
+
+def _check_dscp_map(mapping: dict[int, int], what: str) -> dict[int, int]:
+    for dscp, value in mapping.items():
+        if not 0 <= dscp <= 63:
+            raise ValueError(f"DSCP {dscp} is not in 0..63")
+        if not 0 <= value <= 7:
+            raise ValueError(f"{what} {value} for DSCP {dscp} is not in 0..7")
+    return mapping
+
+
+class Node(_Frozen):
+    name: str
+    address: str
+    ssh_port: int = Field(default=22, ge=1, le=65535)
+    profile: str = Field(min_length=1)
+    gpus: int = Field(ge=1, le=72)
+    hcas: tuple[Hca, ...] = Field(min_length=1)
+    qos: HostQos = HostQos()
+
+
+class SwitchQos(_Frozen):
+    """Per-switch overrides of the RoCE design; empty means 'as designed'."""
+
+    dscp_to_tc: dict[Dscp, int] = Field(default_factory=dict)
+    pfc_priorities: tuple[Priority, ...] | None = None
+    cnp_scheduler: Literal["strict", "dwrr"] | None = None
+
+    @field_validator("pfc_priorities")
+    @classmethod
+    def _check_pfc(cls, v: tuple[int, ...] | None) -> tuple[int, ...] | None:
+        return None if v is None else _priorities(v)
+
+    @field_validator("dscp_to_tc")
+    @classmethod
+    def _check_map(cls, v: dict[int, int]) -> dict[int, int]:
+        return _check_dscp_map(v, "traffic class")
+
+
+class Switch(_Frozen):
+    name: str
+    address: str
+    ssh_port: int = Field(default=22, ge=1, le=65535)
+    os: Literal["sonic", "cumulus", "eos", "mlnx-os"]
+    role: Literal["leaf", "spine"]
+    rail: int | None = Field(default=None, ge=0, le=63)
+    ports: tuple[str, ...] = Field(min_length=1)
+    mtu: int | None = Field(default=None, ge=1500, le=9216)
+    qos: SwitchQos = SwitchQos()
+
+    @field_validator("ports")
+    @classmethod
+    def _unique_ports(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        seen: set[str] = set()
+        for p in v:
+            if p in seen:
+                raise ValueError(f"port {p!r} is listed twice")
+            seen.add(p)
+        return v
+
+
+class Ecn(_Frozen):
+    min_threshold_bytes: int = Field(gt=0)
+    max_threshold_bytes: int = Field(gt=0)
+    mark_probability_pct: int = Field(ge=1, le=100)
+
+    @model_validator(mode="after")
+    def _min_le_max(self) -> Self:
+        if self.min_threshold_bytes > self.max_threshold_bytes:
+            raise ValueError(
+                f"min_threshold_bytes {self.min_threshold_bytes} is above max_threshold_bytes "
+                f"{self.max_threshold_bytes}; marking must start below its maximum"
+            )
+        return self
+
+
+class PfcWatchdog(_Frozen):
+    enabled: bool = True
+    detection_time_ms: int = Field(default=200, ge=100, le=5000)
+    restoration_time_ms: int = Field(default=400, ge=100, le=60000)
+    action: Literal["drop", "forward", "alert"] = "drop"
+
+    @model_validator(mode="after")
+    def _restore_after_detect(self) -> Self:
+        if self.restoration_time_ms < self.detection_time_ms:
+            raise ValueError(
+                f"restoration_time_ms {self.restoration_time_ms} is below detection_time_ms "
+                f"{self.detection_time_ms}; SONiC and EOS require restoration >= detection"
+            )
+        return self
+
+
+class RoceQos(_Frozen):
+    """The lossless-RoCE intent every host and switch is configured from."""
+
+    dscp: Dscp = Field(default=26, ge=0, le=63)
+    priority: Priority = Field(default=3, ge=0, le=7)
+    cnp_dscp: Dscp = Field(default=48, ge=0, le=63)
+    cnp_priority: Priority = Field(default=6, ge=0, le=7)
+    pfc_priorities: tuple[Priority, ...] = (3,)
+    nccl_ib_tc: int | None = Field(default=None, ge=0, le=255)
+    trust: Literal["dscp", "pcp"] = "dscp"
+    ecn: Ecn = Ecn(
+        min_threshold_bytes=150000, max_threshold_bytes=1500000, mark_probability_pct=100
+    )
+    pfc_watchdog: PfcWatchdog = PfcWatchdog()
+
+    @field_validator("pfc_priorities")
+    @classmethod
+    def _check_pfc(cls, v: tuple[int, ...]) -> tuple[int, ...]:
+        return _priorities(v)
+
+
+class Mtu(_Frozen):
+    host: int = Field(ge=576, le=9216, description="netdev MTU (IPoIB MTU on InfiniBand)")
+    switch: int = Field(ge=1500, le=9216, description="switch port MTU")
+    ib: Literal[256, 512, 1024, 2048, 4096] | None = Field(
+        default=None, description="IB link MTU set by the subnet manager (mtu=5 is 4096)"
+    )
+    vlan_tagged: bool = False
+
+
+class Fabric(_Frozen):
+    type: Literal["infiniband", "roce"]
+    mtu: Mtu
+    roce: RoceQos | None = None
+
+    @model_validator(mode="after")
+    def _roce_needs_qos(self) -> Self:
+        if self.type == "roce" and self.roce is None:
+            raise ValueError("a roce fabric needs a 'roce' block (DSCP, priorities, ECN, PFC)")
+        return self
+
+
+class Versions(_Frozen):
+    """Software versions to pin on every node, as exact package version strings."""
+
+    ofed: str = Field(min_length=1)
+    driver: str = Field(pattern=r"^\d+\.\d+(\.\d+)?$")
+    driver_branch: str | None = None
+    fabric_manager: str | None = None
+    dcgm: str = Field(min_length=1)
+
+    @property
+    def branch(self) -> str:
+        return self.driver_branch or self.driver.split(".", 1)[0]
+
+
+class Cluster(_Frozen):
+    name: str
+    fabric: Fabric
+    versions: Versions
+    nodes: tuple[Node, ...]
+    switches: tuple[Switch, ...]
+
+    def node(self, name: str) -> Node:
+        return next(n for n in self.nodes if n.name == name)
+
+    def switch(self, name: str) -> Switch | None:
+        return next((s for s in self.switches if s.name == name), None)

@@ -1,0 +1,719 @@
+"""Design rules: each decides one invariant from the inventory alone.
+
+A rule is a function ``(ctx) -> Iterator[Diagnostic]`` registered with
+:func:`rule`. Codes are stable: ``INVxxx`` inventory, ``CABxxx`` cabling,
+``C-nn`` the cross-layer rules of reference/config.md §10, ``THRxxx`` thresholds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from rackops.diagnostics import Diagnostic, Level
+from rackops.inventory.loader import LoadResult, display_path
+from rackops.inventory.model import Cluster, Node, RoceQos, Switch
+from rackops.profiles import peak_violations
+
+L2_HEADER_BYTES = 18  # Ethernet header + FCS (C-22)
+VLAN_TAG_BYTES = 4
+ROCE_MIN_NETDEV_MTU = 4192  # smallest netdev MTU that gives RoCE active_mtu 4096 (C-23)
+IPOIB_HEADER_BYTES = 4  # IPoIB datagram MTU = IB MTU - 4 (C-24)
+
+
+@dataclass(frozen=True)
+class Context:
+    result: LoadResult
+    cluster: Cluster
+
+    def at(self, code: str, level: Level, message: str, host: str | None, *key: Any) -> Diagnostic:
+        """A diagnostic located at the file/line that set ``key`` on ``host``."""
+        if host is None:
+            path, line = str(self.result.inventory), None
+        else:
+            path, line = self.result.origin(host, *key)
+        keyname = ".".join(str(k) for k in key) or None
+        return Diagnostic(code, level, message, path, line, host, keyname)
+
+    def design(self, code: str, level: Level, message: str, *key: Any) -> Diagnostic:
+        host = self.cluster.nodes[0].name if self.cluster.nodes else None
+        return self.at(code, level, message, host, *key)
+
+
+@dataclass(frozen=True)
+class Rule:
+    code: str
+    summary: str
+    check: Callable[[Context], Iterator[Diagnostic]]
+
+
+RULES: list[Rule] = []
+
+
+def rule(
+    code: str, summary: str
+) -> Callable[
+    [Callable[[Context], Iterator[Diagnostic]]], Callable[[Context], Iterator[Diagnostic]]
+]:
+    def register(
+        fn: Callable[[Context], Iterator[Diagnostic]],
+    ) -> Callable[[Context], Iterator[Diagnostic]]:
+        RULES.append(Rule(code, summary, fn))
+        return fn
+
+    return register
+
+
+E, W = Level.ERROR, Level.WARNING
+
+
+# ---------------------------------------------------------------- inventory
+
+
+def _hosts(ctx: Context) -> list[Node | Switch]:
+    return [*ctx.cluster.nodes, *ctx.cluster.switches]
+
+
+@rule("INV003", "no two hosts, and no two fabric interfaces, share an address")
+def duplicate_addresses(ctx: Context) -> Iterator[Diagnostic]:
+    seen: dict[tuple[str, int], str] = {}
+    for host in _hosts(ctx):
+        key = (host.address, host.ssh_port)
+        if key in seen:
+            yield ctx.at(
+                "INV003",
+                E,
+                f"{host.name}: address {host.address}:{host.ssh_port} is already used by "
+                f"{seen[key]}; give each host its own ansible_host (or ansible_port)",
+                host.name,
+                "ansible_host",
+            )
+        else:
+            seen[key] = host.name
+    fabric: dict[str, str] = {}
+    for node in ctx.cluster.nodes:
+        for i, hca in enumerate(node.hcas):
+            if hca.address is None:
+                continue
+            here = f"{node.name}/{hca.device}"
+            if hca.address in fabric:
+                yield ctx.at(
+                    "INV003",
+                    E,
+                    f"{here}: fabric address {hca.address} is already used by "
+                    f"{fabric[hca.address]}; every HCA needs its own address",
+                    node.name,
+                    "rackops_hcas",
+                    i,
+                    "address",
+                )
+            else:
+                fabric[hca.address] = here
+
+
+@rule("INV004", "host names are unique, and a host is either a node or a switch")
+def duplicate_hostnames(ctx: Context) -> Iterator[Diagnostic]:
+    node_names = {n.name for n in ctx.cluster.nodes}
+    for sw in ctx.cluster.switches:
+        if sw.name in node_names:
+            yield ctx.at(
+                "INV004",
+                E,
+                f"{sw.name} is in both gpu_nodes and switches; keep it in one group",
+                sw.name,
+                "ansible_host",
+            )
+    seen: dict[str, str] = {}
+    for host in _hosts(ctx):
+        folded = host.name.casefold()
+        if folded in seen and seen[folded] != host.name:
+            yield ctx.at(
+                "INV004",
+                E,
+                f"{host.name} differs from {seen[folded]} only in letter case; DNS and "
+                f"most tools treat them as one host — rename one",
+                host.name,
+                "ansible_host",
+            )
+        seen.setdefault(folded, host.name)
+
+
+# ------------------------------------------------------------------ cabling
+
+
+@rule("CAB001", "every switch port carries at most one cable")
+def switch_port_reuse(ctx: Context) -> Iterator[Diagnostic]:
+    used: dict[tuple[str, str], str] = {}
+    for node in ctx.cluster.nodes:
+        for i, hca in enumerate(node.hcas):
+            key = (hca.switch, hca.port)
+            here = f"{node.name}/{hca.device}"
+            if key in used:
+                yield ctx.at(
+                    "CAB001",
+                    E,
+                    f"{here} is cabled to {hca.switch} port {hca.port}, which already "
+                    f"carries {used[key]}; one switch port takes one cable — fix the port",
+                    node.name,
+                    "rackops_hcas",
+                    i,
+                    "port",
+                )
+            else:
+                used[key] = here
+
+
+@rule("CAB002", "every cable ends on a known switch and one of its ports")
+def unknown_switch_port(ctx: Context) -> Iterator[Diagnostic]:
+    for node in ctx.cluster.nodes:
+        for i, hca in enumerate(node.hcas):
+            sw = ctx.cluster.switch(hca.switch)
+            here = f"{node.name}/{hca.device}"
+            if sw is None:
+                known = ", ".join(s.name for s in ctx.cluster.switches) or "none"
+                yield ctx.at(
+                    "CAB002",
+                    E,
+                    f"{here} is cabled to switch {hca.switch!r}, which is not in the "
+                    f"'switches' group (known: {known}); add it or fix the name",
+                    node.name,
+                    "rackops_hcas",
+                    i,
+                    "switch",
+                )
+            elif hca.port not in sw.ports:
+                yield ctx.at(
+                    "CAB002",
+                    E,
+                    f"{here} is cabled to {sw.name} port {hca.port!r}, which is not in "
+                    f"{sw.name}'s rackops_switch_ports ({', '.join(sw.ports)}); "
+                    f"fix the port name or add the port to the switch",
+                    node.name,
+                    "rackops_hcas",
+                    i,
+                    "port",
+                )
+
+
+@rule("CAB003", "every HCA is cabled to a leaf of its own rail")
+def rail_alignment(ctx: Context) -> Iterator[Diagnostic]:
+    for node in ctx.cluster.nodes:
+        for i, hca in enumerate(node.hcas):
+            sw = ctx.cluster.switch(hca.switch)
+            if sw is None:
+                continue  # CAB002
+            here = f"{node.name}/{hca.device} (rail {hca.rail})"
+            if sw.role != "leaf":
+                yield ctx.at(
+                    "CAB003",
+                    E,
+                    f"{here} is cabled to {sw.name}, a {sw.role}; hosts connect to "
+                    f"leaves — recable to the rail-{hca.rail} leaf",
+                    node.name,
+                    "rackops_hcas",
+                    i,
+                    "switch",
+                )
+            elif sw.rail is not None and sw.rail != hca.rail:
+                right = [s.name for s in ctx.cluster.switches if s.rail == hca.rail]
+                fix = f"recable to {', '.join(right)}" if right else "fix the rail"
+                yield ctx.at(
+                    "CAB003",
+                    E,
+                    f"{here} is cabled to {sw.name}, the rail-{sw.rail} leaf; "
+                    f"expected a rail-{hca.rail} leaf — {fix}",
+                    node.name,
+                    "rackops_hcas",
+                    i,
+                    "switch",
+                )
+
+
+@rule("CAB004", "every HCA of every node is cabled exactly once")
+def hca_cabled_once(ctx: Context) -> Iterator[Diagnostic]:
+    for node in ctx.cluster.nodes:
+        seen: dict[str, int] = {}
+        for i, hca in enumerate(node.hcas):
+            if hca.device in seen:
+                yield ctx.at(
+                    "CAB004",
+                    E,
+                    f"{node.name}/{hca.device} is listed twice in rackops_hcas "
+                    f"(entries {seen[hca.device]} and {i}); an HCA has one cable — "
+                    f"remove one entry",
+                    node.name,
+                    "rackops_hcas",
+                    i,
+                    "device",
+                )
+            seen.setdefault(hca.device, i)
+        loaded = ctx.result.profiles.get(node.profile)
+        if loaded is None:
+            continue
+        want = loaded.profile.hca.count
+        if len(seen) != want:
+            yield ctx.at(
+                "CAB004",
+                E,
+                f"{node.name} has {len(seen)} HCAs in its cabling map; profile "
+                f"{node.profile} has {want} compute HCAs — cable every one of them "
+                f"(list {want} entries in rackops_hcas)",
+                node.name,
+                "rackops_hcas",
+            )
+
+
+@rule("CAB005", "every HCA pairs with a GPU of its node, one HCA per GPU")
+def gpu_pairing(ctx: Context) -> Iterator[Diagnostic]:
+    for node in ctx.cluster.nodes:
+        paired: dict[int, str] = {}
+        for i, hca in enumerate(node.hcas):
+            if hca.gpu >= node.gpus:
+                yield ctx.at(
+                    "CAB005",
+                    E,
+                    f"{node.name}/{hca.device} pairs with GPU {hca.gpu}, but the node "
+                    f"has GPUs 0..{node.gpus - 1}; fix 'gpu'",
+                    node.name,
+                    "rackops_hcas",
+                    i,
+                    "gpu",
+                )
+            elif hca.gpu in paired:
+                yield ctx.at(
+                    "CAB005",
+                    W,
+                    f"{node.name}/{hca.device} pairs with GPU {hca.gpu}, like "
+                    f"{paired[hca.gpu]}; GPUDirect tests pair one HCA per GPU — "
+                    f"check 'nvidia-smi topo -m' for the PIX/PXB neighbour",
+                    node.name,
+                    "rackops_hcas",
+                    i,
+                    "gpu",
+                )
+            paired.setdefault(hca.gpu, hca.device)
+
+
+@rule("CAB006", "a rail-optimised node has one HCA per rail")
+def one_hca_per_rail(ctx: Context) -> Iterator[Diagnostic]:
+    for node in ctx.cluster.nodes:
+        rails: dict[int, str] = {}
+        for i, hca in enumerate(node.hcas):
+            if hca.rail in rails:
+                yield ctx.at(
+                    "CAB006",
+                    W,
+                    f"{node.name}/{hca.device} is on rail {hca.rail} like "
+                    f"{rails[hca.rail]}; a rail-optimised node has one HCA per rail",
+                    node.name,
+                    "rackops_hcas",
+                    i,
+                    "rail",
+                )
+            rails.setdefault(hca.rail, hca.device)
+
+
+# ------------------------------------------------------------ RoCE QoS (§10)
+
+
+def _roce(ctx: Context) -> RoceQos | None:
+    return ctx.cluster.fabric.roce if ctx.cluster.fabric.type == "roce" else None
+
+
+def host_dscp2prio(node: Node, dscp: int) -> int:
+    """NIC default is DSCP >> 3 (config.md §2.2), unless the host overrides it."""
+    return node.qos.dscp2prio.get(dscp, dscp >> 3)
+
+
+def switch_dscp_to_tc(sw: Switch, roce: RoceQos, dscp: int) -> int:
+    """rackops templates map the RoCE and CNP DSCPs to their priorities, the rest to 0."""
+    if dscp in sw.qos.dscp_to_tc:
+        return sw.qos.dscp_to_tc[dscp]
+    return {roce.dscp: roce.priority, roce.cnp_dscp: roce.cnp_priority}.get(dscp, 0)
+
+
+def _qos_switches(ctx: Context) -> list[Switch]:
+    return [s for s in ctx.cluster.switches if s.os != "mlnx-os"]
+
+
+def _tc_problem(tc: int | None, roce: RoceQos) -> tuple[str, Level, str] | None:
+    want = roce.dscp << 2 | 0b10
+    if not tc:
+        return (
+            "C-01",
+            E,
+            f"NCCL_IB_TC is {'unset' if tc is None else 0}; NCCL then sends RoCE with DSCP 0 "
+            f"(lossy) — set nccl_ib_tc to {want} (DSCP {roce.dscp} << 2 | ECT(0))",
+        )
+    if tc >> 2 != roce.dscp:
+        return (
+            "C-01",
+            E,
+            f"NCCL_IB_TC {tc} carries DSCP {tc >> 2}, expected the RoCE DSCP {roce.dscp}; "
+            f"set it to {want}",
+        )
+    if tc & 0b11 != 0b10:
+        return (
+            "C-02",
+            W,
+            f"NCCL_IB_TC {tc} has ECN bits {tc & 0b11:02b}, expected 10 (ECT(0)) for DCQCN; "
+            f"use {want}",
+        )
+    return None
+
+
+@rule("C-01", "NCCL_IB_TC >> 2 equals the RoCE DSCP")
+def nccl_tc(ctx: Context) -> Iterator[Diagnostic]:
+    roce = _roce(ctx)
+    if roce is None:
+        return
+    problem = _tc_problem(roce.nccl_ib_tc, roce)
+    if problem is not None:
+        code, level, msg = problem
+        yield ctx.design(code, level, msg, "rackops_fabric", "roce", "nccl_ib_tc")
+    for node in ctx.cluster.nodes:
+        if node.qos.nccl_ib_tc is None:
+            continue
+        problem = _tc_problem(node.qos.nccl_ib_tc, roce)
+        if problem is not None:
+            code, level, msg = problem
+            yield ctx.at(
+                code, level, f"{node.name}: {msg}", node.name, "rackops_host_qos", "nccl_ib_tc"
+            )
+
+
+@rule("C-05", "host DSCP→priority sends RoCE and CNP DSCPs to their priorities")
+def host_dscp_map(ctx: Context) -> Iterator[Diagnostic]:
+    roce = _roce(ctx)
+    if roce is None:
+        return
+    for node in ctx.cluster.nodes:
+        for dscp, want, what in (
+            (roce.dscp, roce.priority, "RoCE"),
+            (roce.cnp_dscp, roce.cnp_priority, "CNP"),
+        ):
+            got = host_dscp2prio(node, dscp)
+            if got != want:
+                yield ctx.at(
+                    "C-05",
+                    E,
+                    f"{node.name}: host dscp2prio maps {what} DSCP {dscp} to priority "
+                    f"{got}, expected {want}; fix rackops_host_qos.dscp2prio "
+                    f"(mlnx_qos --dscp2prio set,{dscp},{want})",
+                    node.name,
+                    "rackops_host_qos",
+                    "dscp2prio",
+                    dscp,
+                )
+
+
+@rule("C-07", "every switch maps the RoCE DSCP to the lossless traffic class")
+def switch_roce_class(ctx: Context) -> Iterator[Diagnostic]:
+    roce = _roce(ctx)
+    if roce is None:
+        return
+    for sw in _qos_switches(ctx):
+        tc = switch_dscp_to_tc(sw, roce, roce.dscp)
+        if tc != roce.priority:
+            yield ctx.at(
+                "C-07",
+                E,
+                f"{sw.name}: DSCP {roce.dscp} maps to TC {tc}, expected the lossless "
+                f"TC {roce.priority}; RoCE would be lossy — fix "
+                f"rackops_switch_qos.dscp_to_tc",
+                sw.name,
+                "rackops_switch_qos",
+                "dscp_to_tc",
+                roce.dscp,
+            )
+
+
+@rule("C-08", "CNP DSCP maps to one strict-priority class on every switch")
+def switch_cnp_class(ctx: Context) -> Iterator[Diagnostic]:
+    roce = _roce(ctx)
+    if roce is None:
+        return
+    for sw in _qos_switches(ctx):
+        tc = switch_dscp_to_tc(sw, roce, roce.cnp_dscp)
+        if tc != roce.cnp_priority:
+            yield ctx.at(
+                "C-08",
+                E,
+                f"{sw.name}: CNP DSCP {roce.cnp_dscp} maps to TC {tc}, expected TC "
+                f"{roce.cnp_priority} as on the other switches; fix "
+                f"rackops_switch_qos.dscp_to_tc",
+                sw.name,
+                "rackops_switch_qos",
+                "dscp_to_tc",
+                roce.cnp_dscp,
+            )
+        if sw.qos.cnp_scheduler not in (None, "strict"):
+            yield ctx.at(
+                "C-08",
+                E,
+                f"{sw.name}: the CNP queue {roce.cnp_priority} is scheduled "
+                f"{sw.qos.cnp_scheduler}, expected strict; CNPs must not wait behind "
+                f"data — remove the override",
+                sw.name,
+                "rackops_switch_qos",
+                "cnp_scheduler",
+            )
+
+
+@rule("C-09", "the host CNP DSCP equals the switch CNP classifier DSCP")
+def cnp_dscp(ctx: Context) -> Iterator[Diagnostic]:
+    roce = _roce(ctx)
+    if roce is None:
+        return
+    for node in ctx.cluster.nodes:
+        if node.qos.cnp_dscp is not None and node.qos.cnp_dscp != roce.cnp_dscp:
+            yield ctx.at(
+                "C-09",
+                E,
+                f"{node.name}: host CNP DSCP {node.qos.cnp_dscp} differs from the switch "
+                f"CNP DSCP {roce.cnp_dscp}; CNPs would miss the strict class — set "
+                f"cnp_dscp {roce.cnp_dscp} (the NIC operator default is 4)",
+                node.name,
+                "rackops_host_qos",
+                "cnp_dscp",
+            )
+
+
+def _pfc_findings(
+    ctx: Context, roce: RoceQos, code: str, subject: str, pfc: tuple[int, ...], key: tuple[Any, ...]
+) -> Iterator[Diagnostic]:
+    where = "host" if code == "C-12" else "switch"
+    if roce.cnp_priority in pfc:
+        yield ctx.at(
+            "C-14",
+            E,
+            f"{subject}: PFC is enabled on the CNP priority {roce.cnp_priority} "
+            f"({where} PFC set {list(pfc)}); CNP is strict and lossy and must never be "
+            f"paused — remove {roce.cnp_priority}",
+            subject,
+            *key,
+        )
+    rest = tuple(p for p in pfc if p != roce.cnp_priority)
+    if rest != (roce.priority,):
+        vector = ",".join("1" if p == roce.priority else "0" for p in range(8))
+        yield ctx.at(
+            code,
+            E,
+            f"{subject}: {where} PFC is on priorities {list(pfc)}, expected exactly "
+            f"[{roce.priority}] (the RoCE priority; vector {vector})",
+            subject,
+            *key,
+        )
+
+
+@rule("C-12", "every host enables PFC on exactly the RoCE priority")
+def host_pfc(ctx: Context) -> Iterator[Diagnostic]:
+    roce = _roce(ctx)
+    if roce is None:
+        return
+    design = roce.pfc_priorities
+    for node in ctx.cluster.nodes:
+        if node.qos.pfc_priorities is not None:
+            yield from _pfc_findings(
+                ctx,
+                roce,
+                "C-12",
+                node.name,
+                node.qos.pfc_priorities,
+                ("rackops_host_qos", "pfc_priorities"),
+            )
+    if design != (roce.priority,) or roce.cnp_priority in design:
+        yield from _pfc_findings(
+            ctx, roce, "C-12", "design", design, ("rackops_fabric", "roce", "pfc_priorities")
+        )
+
+
+@rule("C-13", "every switch port enables PFC on exactly the RoCE priority")
+def switch_pfc(ctx: Context) -> Iterator[Diagnostic]:
+    roce = _roce(ctx)
+    if roce is None:
+        return
+    for sw in _qos_switches(ctx):
+        if sw.qos.pfc_priorities is not None:
+            yield from _pfc_findings(
+                ctx,
+                roce,
+                "C-13",
+                sw.name,
+                sw.qos.pfc_priorities,
+                ("rackops_switch_qos", "pfc_priorities"),
+            )
+
+
+@rule("C-16", "a PFC watchdog runs wherever PFC is on")
+def pfc_watchdog(ctx: Context) -> Iterator[Diagnostic]:
+    roce = _roce(ctx)
+    if roce is None or roce.pfc_watchdog.enabled:
+        return
+    yield ctx.design(
+        "C-16",
+        W,
+        "the PFC watchdog is disabled while PFC is on; a stuck receiver can then "
+        "pause the fabric indefinitely — set pfc_watchdog.enabled: true",
+        "rackops_fabric",
+        "roce",
+        "pfc_watchdog",
+        "enabled",
+    )
+
+
+# --------------------------------------------------------------------- MTU
+
+
+@rule("C-22", "switch MTU ≥ host MTU + L2 headers on every switch")
+def switch_mtu(ctx: Context) -> Iterator[Diagnostic]:
+    fabric = ctx.cluster.fabric
+    if fabric.type != "roce":
+        return
+    overhead = L2_HEADER_BYTES + (VLAN_TAG_BYTES if fabric.mtu.vlan_tagged else 0)
+    host_mtu = max([fabric.mtu.host, *(n.qos.mtu for n in ctx.cluster.nodes if n.qos.mtu)])
+    need = host_mtu + overhead
+    for sw in _qos_switches(ctx):
+        mtu = sw.mtu or fabric.mtu.switch
+        if mtu < need:
+            key = ("rackops_switch_mtu",) if sw.mtu else ("rackops_fabric", "mtu", "switch")
+            yield ctx.at(
+                "C-22",
+                E,
+                f"{sw.name}: switch MTU {mtu} is below host MTU {host_mtu} + {overhead} "
+                f"bytes of L2 header = {need}; jumbo RoCE frames would be dropped — "
+                f"raise it to at least {need} (9216 is usual)",
+                sw.name,
+                *key,
+            )
+
+
+@rule("C-23", "all RoCE hosts share one netdev MTU ≥ 4192")
+def host_mtu(ctx: Context) -> Iterator[Diagnostic]:
+    fabric = ctx.cluster.fabric
+    if fabric.type != "roce":
+        return
+    if fabric.mtu.host < ROCE_MIN_NETDEV_MTU:
+        yield ctx.design(
+            "C-23",
+            E,
+            f"host MTU {fabric.mtu.host} is below {ROCE_MIN_NETDEV_MTU}; RoCE "
+            f"active_mtu drops below 4096 — use 9000",
+            "rackops_fabric",
+            "mtu",
+            "host",
+        )
+    for node in ctx.cluster.nodes:
+        if node.qos.mtu is not None and node.qos.mtu != fabric.mtu.host:
+            yield ctx.at(
+                "C-23",
+                E,
+                f"{node.name}: host MTU {node.qos.mtu} differs from the rack's "
+                f"{fabric.mtu.host}; NCCL silently uses the smaller MTU for every "
+                f"peer — remove the override",
+                node.name,
+                "rackops_host_qos",
+                "mtu",
+            )
+
+
+@rule("C-24", "InfiniBand: link MTU 4096 and IPoIB datagram MTU 4092")
+def ib_mtu(ctx: Context) -> Iterator[Diagnostic]:
+    fabric = ctx.cluster.fabric
+    if fabric.type != "infiniband":
+        return
+    ib = fabric.mtu.ib
+    if ib != 4096:
+        yield ctx.design(
+            "C-24",
+            E,
+            f"IB link MTU is {ib if ib else 'unset'}, expected 4096 (mtu=5 in the "
+            f"SM partition; OpenSM's default is 2048) — set rackops_fabric.mtu.ib",
+            "rackops_fabric",
+            "mtu",
+            "ib" if ib else "host",
+        )
+    want_host = (ib or 4096) - IPOIB_HEADER_BYTES
+    if fabric.mtu.host != want_host:
+        yield ctx.design(
+            "C-24",
+            E,
+            f"IPoIB MTU is {fabric.mtu.host}, expected {want_host} (datagram mode: "
+            f"IB MTU − 4; ConnectX-4+ has no connected mode)",
+            "rackops_fabric",
+            "mtu",
+            "host",
+        )
+
+
+# ---------------------------------------------------------------- versions
+
+
+@rule("C-28", "fabric manager version equals the driver version")
+def fabric_manager(ctx: Context) -> Iterator[Diagnostic]:
+    versions = ctx.cluster.versions
+    nvswitch = any(lp.profile.gpu.nvswitch for lp in ctx.result.profiles.values())
+    if not nvswitch:
+        return
+    if versions.fabric_manager is None:
+        yield ctx.design(
+            "C-28",
+            E,
+            f"no fabric_manager version is pinned on an NVSwitch system; CUDA "
+            f"fails to initialise without it — set it to {versions.driver}",
+            "rackops_versions",
+        )
+    elif versions.fabric_manager != versions.driver:
+        yield ctx.design(
+            "C-28",
+            E,
+            f"fabric_manager {versions.fabric_manager} differs from driver "
+            f"{versions.driver}; they must be the exact same version — set "
+            f'fabric_manager: "{versions.driver}"',
+            "rackops_versions",
+            "fabric_manager",
+        )
+
+
+# -------------------------------------------------------------- thresholds
+
+
+@rule("THR001", "no profile floor is above the physical peak of its link")
+def threshold_peaks(ctx: Context) -> Iterator[Diagnostic]:
+    for loaded in ctx.result.profiles.values():
+        for v in peak_violations(loaded.profile):
+            yield Diagnostic(
+                "THR001",
+                E,
+                f"profile {loaded.profile.name}: {v.message()}",
+                display_path(loaded.path),
+                loaded.line_of("thresholds", v.key),
+                loaded.profile.name,
+                f"thresholds.{v.key}",
+            )
+
+
+def run_rules(ctx: Context) -> list[Diagnostic]:
+    out: list[Diagnostic] = []
+    for r in RULES:
+        out.extend(r.check(ctx))
+    return out
+
+
+# Codes raised by the loader, or as a second code by a rule above.
+OTHER_CODES = {
+    "INV000": "every inventory file is readable YAML (exit 64 otherwise)",
+    "INV001": "every variable matches the schema (type, range, required keys)",
+    "INV002": "every node names a known hardware profile",
+    "INV005": "the fabric design and pinned versions are the same for every host",
+    "C-02": "NCCL_IB_TC carries ECT(0) in its ECN bits (raised by C-01)",
+    "C-14": "the CNP priority is in no PFC set (raised by C-12/C-13)",
+}
+
+
+def rule_table() -> dict[str, str]:
+    codes = dict(OTHER_CODES)
+    for r in RULES:
+        codes[r.code] = r.summary
+    return codes
