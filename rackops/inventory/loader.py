@@ -76,12 +76,13 @@ class HostVars:
     default_path: str | None = None
 
     def origin(self, *path: Any) -> Origin:
-        """The file and line that set ``path`` (falls back to its parents)."""
+        """The file and line that set ``path`` (falls back to its parents, then
+        to where the host itself is defined)."""
         for cut in range(len(path), 0, -1):
             found = self.origins.get(tuple(path[:cut]))
             if found is not None:
                 return found
-        return (self.default_path or "<inventory>", None)
+        return self.origins.get(("ansible_host",)) or (self.default_path or "<inventory>", None)
 
 
 @dataclass
@@ -190,6 +191,7 @@ def _validate(
     diagnostics: list[Diagnostic],
     root_var: str | None = None,
 ) -> M | None:
+    data = {k: v for k, v in data.items() if v is not None}  # unset means missing
     try:
         return model.model_validate(data)
     except ValidationError as exc:
@@ -208,12 +210,29 @@ def _validate(
         return None
 
 
+def _forget_cached_vars_files() -> None:
+    """ansible-core caches which group_vars/host_vars files exist, per process.
+
+    A long-lived process (the test suite, the lab) reads inventories that change
+    between loads; start every load from the files as they are now.
+    """
+    try:
+        from ansible.plugins.vars import host_group_vars
+    except ImportError:  # pragma: no cover
+        return
+    for name in ("FOUND", "NAK"):
+        cache: Any = getattr(host_group_vars, name, None)
+        if cache is not None:
+            cache.clear()
+
+
 def _read_hostvars(path: Path) -> tuple[Any, Any, Any]:
     from ansible.errors import AnsibleError
     from ansible.inventory.manager import InventoryManager
     from ansible.parsing.dataloader import DataLoader
     from ansible.vars.manager import VariableManager
 
+    _forget_cached_vars_files()
     loader = DataLoader()
     try:
         inv = InventoryManager(loader=loader, sources=[str(path)])

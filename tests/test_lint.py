@@ -1,0 +1,477 @@
+"""Every lint rule: an inventory that breaks exactly that rule, and the example that passes it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from conftest import Rack
+
+from rackops.cli import main
+from rackops.diagnostics import Level
+from rackops.lint import lint_inventory, rule_table
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    base: str
+    mutate: Callable[[Rack], None]
+    code: str
+    names: tuple[str, ...]  # strings the message or key must contain (host, key, value)
+    level: Level = Level.ERROR
+
+
+def _swap_rails(r: Rack) -> None:
+    hcas = r.hcas("node02")
+    hcas[1]["switch"], hcas[2]["switch"] = hcas[2]["switch"], hcas[1]["switch"]
+    hcas[1]["port"], hcas[2]["port"] = hcas[2]["port"], hcas[1]["port"]
+    r.hostvar("node02", "rackops_hcas", hcas)
+
+
+def _hca(host: str, index: int, field: str, value: object) -> Callable[[Rack], None]:
+    def mutate(r: Rack) -> None:
+        hcas = r.hcas(host)
+        hcas[index][field] = value
+        r.hostvar(host, "rackops_hcas", hcas)
+
+    return mutate
+
+
+def _second_hca_on_rail1(r: Rack) -> None:
+    r.hostvar(
+        "leaf-r1",
+        "rackops_switch_ports",
+        ["Ethernet0", "Ethernet8", "Ethernet16", "Ethernet24", "Ethernet32"],
+    )
+    hcas = r.hcas("node01")
+    hcas[2].update(rail=1, switch="leaf-r1", port="Ethernet32")
+    r.hostvar("node01", "rackops_hcas", hcas)
+
+
+def _drop_hca(r: Rack) -> None:
+    r.hostvar("node04", "rackops_hcas", r.hcas("node04")[:7])
+
+
+def _dup_hca(r: Rack) -> None:
+    hcas = r.hcas("node04")
+    hcas[7]["device"] = "mlx5_6"
+    r.hostvar("node04", "rackops_hcas", hcas)
+
+
+def _switch_in_nodes(r: Rack) -> None:
+    r.set(
+        "hosts.yml",
+        "all.children.switches.children.sonic.hosts.node01",
+        {"ansible_host": "203.0.113.99", "rackops_switch_rail": 0},
+    )
+
+
+def _profile_above_peak(r: Rack) -> None:
+    from rackops.profiles import BUILTIN_PROFILES_DIR
+
+    text = (BUILTIN_PROFILES_DIR / "h100-sxm-roce400.yaml").read_text()
+    text = text.replace("name: h100-sxm-roce400", "name: site-h100")
+    text = text.replace("ib_write_bw_gbps_min: 360 ", "ib_write_bw_gbps_min: 450 ")
+    r.write("profiles/site-h100.yaml", text)
+    r.set("hosts.yml", "all.children.gpu_nodes.vars.rackops_profile", "site-h100")
+
+
+def hv(host: str, key: str, value: object) -> Callable[[Rack], None]:
+    return lambda r: r.hostvar(host, key, value)
+
+
+def design(
+    key: str, value: object, file: str = "group_vars/all/fabric.yml"
+) -> Callable[[Rack], None]:
+    return lambda r: r.set(file, key, value)
+
+
+CASES = [
+    Case(
+        "INV001-type",
+        "example-roce",
+        _hca("node02", 1, "rail", "one"),
+        "INV001",
+        ("node02", "rackops_hcas.1.rail"),
+    ),
+    Case(
+        "INV001-missing-cabling",
+        "example-roce",
+        lambda r: r.write("host_vars/node03.yml", "---\n{}\n"),
+        "INV001",
+        ("node03", "rackops_hcas", "required"),
+    ),
+    Case(
+        "INV002",
+        "example-roce",
+        hv("node03", "rackops_profile", "h100-sxm-foo"),
+        "INV002",
+        ("node03", "h100-sxm-foo", "h100-sxm-ndr"),
+    ),
+    Case(
+        "INV003-host",
+        "example-roce",
+        hv("node02", "ansible_host", "192.0.2.21"),
+        "INV003",
+        ("node02", "192.0.2.21", "node01"),
+    ),
+    Case(
+        "INV003-fabric",
+        "example-roce",
+        _hca("node02", 0, "address", "198.51.100.1"),
+        "INV003",
+        ("node02/mlx5_0", "198.51.100.1", "node01/mlx5_0"),
+    ),
+    Case("INV004", "example-roce", _switch_in_nodes, "INV004", ("node01", "switches")),
+    Case(
+        "INV005",
+        "example-roce",
+        hv(
+            "node03",
+            "rackops_fabric",
+            {"type": "roce", "mtu": {"host": 9000, "switch": 9216}, "roce": {"nccl_ib_tc": 106}},
+        ),
+        "INV005",
+        ("node03", "rackops_fabric"),
+    ),
+    Case(
+        "CAB001",
+        "example-roce",
+        _hca("node02", 0, "port", "Ethernet0"),
+        "CAB001",
+        ("node02/mlx5_0", "leaf-r0", "Ethernet0", "node01/mlx5_0"),
+    ),
+    Case(
+        "CAB002-switch",
+        "example-roce",
+        _hca("node02", 0, "switch", "leaf-r9"),
+        "CAB002",
+        ("node02/mlx5_0", "leaf-r9"),
+    ),
+    Case(
+        "CAB002-port",
+        "example-roce",
+        _hca("node02", 3, "port", "swp99"),
+        "CAB002",
+        ("node02/mlx5_3", "swp99", "leaf-r3"),
+    ),
+    Case("CAB003", "example-roce", _swap_rails, "CAB003", ("node02/mlx5_1", "rail 1", "leaf-r2")),
+    Case("CAB004-count", "example-roce", _drop_hca, "CAB004", ("node04", "7 HCAs", "8")),
+    Case("CAB004-twice", "example-roce", _dup_hca, "CAB004", ("node04/mlx5_6", "twice")),
+    Case(
+        "CAB005", "example-roce", _hca("node01", 2, "gpu", 9), "CAB005", ("node01/mlx5_2", "GPU 9")
+    ),
+    Case(
+        "CAB006",
+        "example-roce",
+        _second_hca_on_rail1,
+        "CAB006",
+        ("node01/mlx5_2", "rail 1"),
+        Level.WARNING,
+    ),
+    Case(
+        "C-01-unset",
+        "example-roce",
+        design("rackops_fabric.roce.nccl_ib_tc", None),
+        "C-01",
+        ("NCCL_IB_TC", "unset", "106", "rackops_fabric.roce.nccl_ib_tc"),
+    ),
+    Case(
+        "C-01-wrong",
+        "example-roce",
+        hv("node02", "rackops_host_qos", {"nccl_ib_tc": 96}),
+        "C-01",
+        ("node02", "DSCP 24", "106"),
+    ),
+    Case(
+        "C-02",
+        "example-roce",
+        design("rackops_fabric.roce.nccl_ib_tc", 104),
+        "C-02",
+        ("104", "ECT(0)"),
+        Level.WARNING,
+    ),
+    Case(
+        "C-05",
+        "example-roce",
+        hv("node02", "rackops_host_qos", {"dscp2prio": {26: 2}}),
+        "C-05",
+        ("node02", "DSCP 26", "priority 2", "rackops_host_qos.dscp2prio.26"),
+    ),
+    Case(
+        "C-07",
+        "example-roce",
+        hv("leaf-r0", "rackops_switch_qos", {"dscp_to_tc": {26: 1}}),
+        "C-07",
+        ("leaf-r0", "DSCP 26", "TC 1", "lossy"),
+    ),
+    Case(
+        "C-08-class",
+        "example-roce",
+        hv("leaf-r4", "rackops_switch_qos", {"dscp_to_tc": {48: 7}}),
+        "C-08",
+        ("leaf-r4", "CNP DSCP 48", "TC 7"),
+    ),
+    Case(
+        "C-08-strict",
+        "example-roce",
+        hv("leaf-r6", "rackops_switch_qos", {"cnp_scheduler": "dwrr"}),
+        "C-08",
+        ("leaf-r6", "dwrr", "strict"),
+    ),
+    Case(
+        "C-09",
+        "example-roce",
+        hv("node01", "rackops_host_qos", {"cnp_dscp": 4}),
+        "C-09",
+        ("node01", "CNP DSCP 4", "48"),
+    ),
+    Case(
+        "C-12",
+        "example-roce",
+        hv("node03", "rackops_host_qos", {"pfc_priorities": [3, 4]}),
+        "C-12",
+        ("node03", "[3, 4]", "[3]"),
+    ),
+    Case(
+        "C-13",
+        "example-roce",
+        hv("leaf-r6", "rackops_switch_qos", {"pfc_priorities": [4]}),
+        "C-13",
+        ("leaf-r6", "[4]", "[3]"),
+    ),
+    Case(
+        "C-14-switch",
+        "example-roce",
+        hv("leaf-r1", "rackops_switch_qos", {"pfc_priorities": [3, 6]}),
+        "C-14",
+        ("leaf-r1", "CNP priority 6"),
+    ),
+    Case(
+        "C-14-design",
+        "example-roce",
+        design("rackops_fabric.roce.pfc_priorities", [3, 6]),
+        "C-14",
+        ("CNP priority 6", "rackops_fabric.roce.pfc_priorities"),
+    ),
+    Case(
+        "C-16",
+        "example-roce",
+        design("rackops_fabric.roce.pfc_watchdog.enabled", False),
+        "C-16",
+        ("watchdog",),
+        Level.WARNING,
+    ),
+    Case(
+        "C-22",
+        "example-roce",
+        hv("leaf-r3", "rackops_switch_mtu", 9000),
+        "C-22",
+        ("leaf-r3", "9000", "9018"),
+    ),
+    Case(
+        "C-23-design",
+        "example-roce",
+        design("rackops_fabric.mtu.host", 1500),
+        "C-23",
+        ("1500", "4192"),
+    ),
+    Case(
+        "C-23-host",
+        "example-roce",
+        hv("node04", "rackops_host_qos", {"mtu": 4200}),
+        "C-23",
+        ("node04", "4200", "9000"),
+    ),
+    Case("C-24-ib", "example-ib", design("rackops_fabric.mtu.ib", 2048), "C-24", ("2048", "4096")),
+    Case(
+        "C-24-ipoib",
+        "example-ib",
+        design("rackops_fabric.mtu.host", 2044),
+        "C-24",
+        ("2044", "4092"),
+    ),
+    Case(
+        "C-28",
+        "example-ib",
+        design("rackops_versions.fabric_manager", "580.95.04", "group_vars/all/versions.yml"),
+        "C-28",
+        ("580.95.04", "580.95.05", "rackops_versions.fabric_manager"),
+    ),
+    Case(
+        "THR001",
+        "example-roce",
+        _profile_above_peak,
+        "THR001",
+        ("site-h100", "ib_write_bw_gbps_min", "450", "400"),
+    ),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_rule_fires_on_its_breakage_only(case: Case, request: pytest.FixtureRequest) -> None:
+    rack: Rack = request.getfixturevalue("roce" if case.base == "example-roce" else "ib")
+    assert case.code not in {d.code for d in rack.lint().diagnostics}  # the passing inventory
+    case.mutate(rack)
+    report = rack.lint()
+    hits = [d for d in report.diagnostics if d.code == case.code]
+    assert hits, f"{case.code} not raised; got {[d.human() for d in report.diagnostics]}"
+    named = [h for h in hits if all(n in f"{h.message} {h.key} {h.subject}" for n in case.names)]
+    assert named, f"no {case.code} names {case.names}: {[h.human() for h in hits]}"
+    hit = named[0]
+    assert hit.level is case.level
+    assert hit.path and hit.path != "<inventory>"
+    assert report.exit_code == (2 if case.level is Level.ERROR else 1)
+
+
+def test_every_rule_code_has_a_breaking_case() -> None:
+    tested = {c.code for c in CASES} | {"INV000"}
+    assert set(rule_table()) <= tested, set(rule_table()) - tested
+
+
+@pytest.mark.parametrize("name", ["example-ib", "example-roce"])
+def test_examples_are_clean(name: str) -> None:
+    from conftest import EXAMPLES
+
+    report = lint_inventory(EXAMPLES / name)
+    assert report.diagnostics == ()
+    assert report.exit_code == 0
+
+
+def test_diagnostic_points_at_the_line_that_set_the_value(roce: Rack) -> None:
+    _hca("node02", 0, "port", "Ethernet0")(roce)
+    hit = next(d for d in roce.lint().diagnostics if d.code == "CAB001")
+    assert hit.path is not None and hit.path.endswith("host_vars/node02.yml")
+    lines = (roce.path / "host_vars/node02.yml").read_text().splitlines()
+    assert hit.line is not None
+    assert "Ethernet0" in "\n".join(lines[hit.line - 1 : hit.line + 6])
+
+
+# --- the deliberately broken inventories of the issue, through the CLI ---------------------
+
+BROKEN = {
+    "bad-yaml": (
+        lambda r: r.write(
+            "group_vars/all/fabric.yml", "rackops_fabric:\n  type: roce\n   mtu: 1\n"
+        ),
+        64,
+        "INV000",
+        "fabric.yml:3",
+    ),
+    "unknown-profile": (hv("node02", "rackops_profile", "h900"), 2, "INV002", "node02"),
+    "missing-cabling": (
+        lambda r: r.write("host_vars/node01.yml", "---\nrackops_gpus: 8\n"),
+        2,
+        "INV001",
+        "rackops_hcas",
+    ),
+    "pfc-on-cnp": (
+        hv("leaf-r0", "rackops_switch_qos", {"pfc_priorities": [3, 6]}),
+        2,
+        "C-14",
+        "leaf-r0",
+    ),
+    "switch-mtu": (design("rackops_fabric.mtu.switch", 9000), 2, "C-22", "9018"),
+    "fm-not-driver": (
+        design("rackops_versions.fabric_manager", "575.57.08", "group_vars/all/versions.yml"),
+        2,
+        "C-28",
+        "575.57.08",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BROKEN))
+def test_broken_inventory_one_line_each(
+    name: str, roce: Rack, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mutate, code, rule_code, needle = BROKEN[name]
+    mutate(roce)
+    rc = main(["lint", "-i", str(roce.path)])
+    out, err = capsys.readouterr()
+    assert rc == code
+    assert "Traceback" not in out + err
+    lines = [line for line in out.splitlines() if f" {rule_code} " in line]
+    assert lines, out
+    assert needle in lines[0]
+    # file:line: LEVEL CODE message
+    loc, _, rest = lines[0].partition(": ")
+    assert loc.split(":")[-1].isdigit(), lines[0]
+    assert rest.split()[0] in ("ERROR", "WARNING") and rest.split()[1] == rule_code
+
+
+def test_json_format(roce: Rack, capsys: pytest.CaptureFixture[str]) -> None:
+    hv("leaf-r3", "rackops_switch_mtu", 9000)(roce)
+    rc = main(["lint", "-i", str(roce.path), "--format", "json"])
+    data = json.loads(capsys.readouterr().out)
+    assert rc == 2 and data["errors"] == 1
+    assert data["diagnostics"][0]["code"] == "C-22"
+    assert data["diagnostics"][0]["subject"] == "leaf-r3"
+
+
+def test_ini_inventory_reads_like_yaml(roce: Rack) -> None:
+    """The same rack written as INI gives the same model (ansible-core does the reading)."""
+    from rackops.inventory import load_inventory
+
+    yaml_model = load_inventory(roce.path).cluster
+    (roce.path / "hosts.yml").unlink()
+    roce.write(
+        "hosts.ini",
+        "\n".join(
+            [
+                "[gpu_nodes]",
+                *(f"node0{i} ansible_host=192.0.2.2{i}" for i in range(1, 5)),
+                "[gpu_nodes:vars]",
+                "rackops_profile=h100-sxm-roce400",
+                "[sonic]",
+                *(
+                    f"leaf-r{i} ansible_host=203.0.113.2{i} rackops_switch_rail={i}"
+                    for i in range(3)
+                ),
+                "[sonic:vars]",
+                "rackops_switch_ports=['Ethernet0','Ethernet8','Ethernet16','Ethernet24']",
+                "[cumulus]",
+                *(
+                    f"leaf-r{i} ansible_host=203.0.113.2{i} rackops_switch_rail={i}"
+                    for i in range(3, 6)
+                ),
+                "[cumulus:vars]",
+                "rackops_switch_ports=['swp1','swp2','swp3','swp4']",
+                "[eos]",
+                *(
+                    f"leaf-r{i} ansible_host=203.0.113.2{i} rackops_switch_rail={i}"
+                    for i in range(6, 8)
+                ),
+                "[eos:vars]",
+                "rackops_switch_mtu=9214",
+                "rackops_switch_ports=['Ethernet1/1','Ethernet2/1','Ethernet3/1','Ethernet4/1']",
+                "[switches:children]",
+                "sonic",
+                "cumulus",
+                "eos",
+                "[switches:vars]",
+                "rackops_switch_role=leaf",
+                "",
+            ]
+        ),
+    )
+    result = load_inventory(roce.path)
+    assert result.diagnostics == []
+    assert result.cluster == yaml_model
+
+
+def test_not_an_inventory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main(["lint", "-i", str(tmp_path / "missing")])
+    assert rc == 64
+    assert "no such inventory" in capsys.readouterr().err
+
+
+def test_inventory_without_gpu_nodes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "hosts.yml").write_text("all:\n  hosts:\n    a: {}\n")
+    rc = main(["lint", "-i", str(tmp_path)])
+    assert rc == 64
+    assert "gpu_nodes" in capsys.readouterr().err
