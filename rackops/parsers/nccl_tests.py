@@ -1,0 +1,317 @@
+"""nccl-tests (``all_reduce_perf``, ``all_gather_perf``, ``reduce_scatter_perf``,
+``alltoall_perf``, ``sendrecv_perf``, ``broadcast_perf``): text and ``-J`` JSON.
+
+Every text generation parses; columns are found from the header, values split
+on whitespace (11-digit sizes break fixed-width slicing)::
+
+    2018   bytes N type op time algbw busbw res ...              (no leading '#')
+    2021   size count type redop time algbw busbw error ...      (Rank lines without Group)
+    2022+  size count type redop root time algbw busbw #wrong ... (Group column)
+    2025+  '# nccl-tests version', '# Collective test starting/concluded', [0000:1b:00]
+
+Leading ``#`` may have been stripped by a log shipper; the parser does not rely
+on it. ``#wrong`` ``N/A`` (in-place alltoall/sendrecv, or ``-c 0``) is None.
+``avg_busbw_gbs`` is the tool's average over the whole size sweep: kept for the
+record, never a gate. A ``Test NCCL failure`` / ``NCCL WARN`` / MPI abort line,
+a missing summary, or (newest generation) a missing ``concluded`` line makes the
+run ``complete=False`` whatever rows printed before.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from rackops.parsers._common import ParseError, is_na
+
+
+@dataclass(frozen=True)
+class NcclRank:
+    rank: int
+    group: int | None
+    pid: int | None
+    host: str
+    device: int
+    bus_id: str | None
+    gpu: str | None
+
+
+@dataclass(frozen=True)
+class NcclPlace:
+    time_us: float
+    algbw_gbs: float
+    busbw_gbs: float
+    wrong: int | None
+    max_error: float | None
+
+
+@dataclass(frozen=True)
+class NcclRow:
+    bytes: int
+    count: int
+    type: str
+    redop: str | None
+    root: int | None
+    out_of_place: NcclPlace | None
+    in_place: NcclPlace | None
+
+
+@dataclass(frozen=True)
+class NcclTests:
+    collective: str | None
+    generation: str
+    nranks: int | None
+    nccl_version: str | None
+    tests_version: str | None
+    ranks: tuple[NcclRank, ...]
+    rows: tuple[NcclRow, ...]
+    avg_busbw_gbs: float | None
+    avg_busbw_ok: bool | None
+    out_of_bounds: int | None
+    errors: tuple[str, ...]
+    complete: bool
+
+    def row_at(self, size: int) -> NcclRow | None:
+        return next((r for r in self.rows if r.bytes == size), None)
+
+
+_RANK = re.compile(
+    r"Rank\s+(\d+)\s+(?:Group\s+(\d+)\s+)?(?:Pid\s+(\d+)\s+)?on\s+(\S+)\s+device\s+(\d+)\s+"
+    r"\[([^\]]*)\]\s*(.*)$"
+)
+_FAIL = re.compile(
+    r"(Test (NCCL|CUDA)? ?failure|NCCL WARN|MPI_ABORT|mpirun noticed|"
+    r"exited on signal|Segmentation fault|terminate called|^error:|"
+    r"process returned a non-zero|Bitwise mismatches\s*:\s*[1-9]|"
+    r"srun: error|DUE TO TIME LIMIT|Aborted)",
+    re.IGNORECASE,
+)
+_NUMBER = re.compile(r"^[-+]?\d+(\.\d+)?([eE][-+]?\d+)?$")
+
+
+def _float(token: str) -> float:
+    if not _NUMBER.match(token):
+        raise ParseError(f"expected a number in the result table, found {token!r}")
+    return float(token)
+
+
+def _place(tokens: list[str], wrong_kind: str) -> NcclPlace:
+    time_us, algbw, busbw, last = tokens
+    wrong = None
+    max_error = None
+    if wrong_kind == "#wrong":
+        wrong = None if is_na(last) else int(_float(last))
+    elif not is_na(last):
+        max_error = _float(last)
+    return NcclPlace(_float(time_us), _float(algbw), _float(busbw), wrong, max_error)
+
+
+def parse_nccl_tests(text: str) -> NcclTests:
+    """Parse nccl-tests text output, or its ``-J`` JSON file (detected by ``{``)."""
+    if text.lstrip().startswith("{"):
+        return parse_nccl_tests_json(text)
+    collective = tests_version = nccl_version = None
+    concluded = False
+    ranks: list[NcclRank] = []
+    rows: list[NcclRow] = []
+    errors: list[str] = []
+    header: list[str] | None = None
+    avg = avg_ok = oob = None
+    for raw in text.splitlines():
+        line = raw.strip()
+        body = line.lstrip("#").strip()
+        if not body:
+            continue
+        if body.startswith("nccl-tests version"):
+            tests_version = body.split()[2]
+        elif body.startswith("Collective test starting:"):
+            collective = body.split(":", 1)[1].strip()
+        elif body.startswith("Collective test concluded:"):
+            concluded = True
+            collective = collective or body.split(":", 1)[1].strip()
+        elif m := re.match(r"NCCL version (\S+)", body):
+            nccl_version = m.group(1)
+        elif (m := _RANK.search(body)) and ("Rank" in body.split()[0]):
+            ranks.append(
+                NcclRank(
+                    int(m.group(1)),
+                    int(m.group(2)) if m.group(2) else None,
+                    int(m.group(3)) if m.group(3) else None,
+                    m.group(4),
+                    int(m.group(5)),
+                    m.group(6),
+                    m.group(7).strip() or None,
+                )
+            )
+        elif "algbw" in body and "busbw" in body:
+            header = body.split()
+        elif body.startswith("Out of bounds values"):
+            oob = int(body.split(":", 1)[1].split()[0])
+        elif body.startswith("Avg bus bandwidth"):
+            parts = body.split(":", 1)[1].split()
+            avg = float(parts[0]) if parts else None
+            avg_ok = {"OK": True, "FAILED": False}.get(parts[1]) if len(parts) > 1 else None
+        elif (
+            header is not None
+            and (tokens := body.split())
+            and tokens[0].isdigit()
+            and (len(tokens) > 1 and tokens[1].isdigit())
+        ):
+            rows.append(_row(tokens, header, line))
+        elif _FAIL.search(body) or body.startswith("error:"):
+            errors.append(line)
+    if header is None and not rows:
+        if errors:
+            return NcclTests(
+                collective,
+                "unknown",
+                len(ranks) or None,
+                nccl_version,
+                tests_version,
+                tuple(ranks),
+                (),
+                None,
+                None,
+                None,
+                tuple(errors),
+                False,
+            )
+        raise ParseError("no result table (size/time/algbw/busbw): this is not nccl-tests output")
+    assert header is not None
+    generation = (
+        "2025"
+        if tests_version or collective
+        else "2022"
+        if "root" in header
+        else "2021"
+        if header[0] == "size"
+        else "2018"
+    )
+    complete = (
+        bool(rows)
+        and avg is not None
+        and oob is not None
+        and not errors
+        and (concluded or generation != "2025")
+    )
+    return NcclTests(
+        collective,
+        generation,
+        len(ranks) or None,
+        nccl_version,
+        tests_version,
+        tuple(ranks),
+        tuple(rows),
+        avg,
+        avg_ok,
+        oob,
+        tuple(errors),
+        complete,
+    )
+
+
+def _row(tokens: list[str], header: list[str], line: str) -> NcclRow:
+    try:
+        prefix = header.index("time") if "time" in header else header.index("cputime")
+    except ValueError as exc:
+        raise ParseError(f"nccl-tests header without a time column: {' '.join(header)}") from exc
+    wrong_kind = header[prefix + 3] if len(header) > prefix + 3 else "#wrong"
+    values = tokens[prefix:]
+    if len(tokens) < prefix or len(values) not in (4, 8):
+        raise ParseError(f"nccl-tests row does not match its header: {line!r}")
+    named = dict(zip(header[:prefix], tokens[:prefix], strict=True))
+    out_place = _place(values[:4], wrong_kind) if len(values) == 8 else None
+    in_place = _place(values[-4:], wrong_kind)
+    root = named.get("root")
+    return NcclRow(
+        bytes=int(named.get("size", named.get("bytes", tokens[0]))),
+        count=int(named.get("count", named.get("N", tokens[1]))),
+        type=named.get("type", ""),
+        redop=named.get("redop", named.get("op")),
+        root=int(root) if root is not None and root.lstrip("-").isdigit() else None,
+        out_of_place=out_place,
+        in_place=in_place,
+    )
+
+
+def _json_place(obj: Any) -> NcclPlace | None:
+    if not isinstance(obj, dict):
+        return None
+    wrong = obj.get("nwrong")
+    time: Any = obj.get("time", obj.get("cpu_time"))
+    try:
+        return NcclPlace(
+            float(time),
+            float(obj["alg_bw"]),
+            float(obj["bus_bw"]),
+            None if wrong is None else int(wrong),
+            None,
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ParseError(f"nccl-tests JSON result lacks time/alg_bw/bus_bw: {exc}") from exc
+
+
+def parse_nccl_tests_json(text: str) -> NcclTests:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ParseError(
+            f"nccl-tests JSON is unreadable (cut short?): {exc.msg} at line {exc.lineno}"
+        ) from exc
+    if not isinstance(data, dict) or "results" not in data:
+        raise ParseError("nccl-tests JSON without a 'results' list")
+    config = data.get("config") or {}
+    devices = config.get("devices") or data.get("devices") or []
+    ranks = tuple(
+        NcclRank(
+            int(d["rank"]),
+            d.get("group"),
+            d.get("pid"),
+            str(d.get("hostname", "")),
+            int(d.get("device", 0)),
+            d.get("device_hex"),
+            d.get("device_info"),
+        )
+        for d in devices
+        if isinstance(d, dict) and "rank" in d
+    )
+    rows = []
+    for r in data["results"] or []:
+        root = str(r.get("root", "")).strip()
+        rows.append(
+            NcclRow(
+                bytes=int(r["size"]),
+                count=int(r["count"]),
+                type=str(r.get("type", "")),
+                redop=r.get("redop"),
+                root=int(root) if root.lstrip("-").isdigit() else None,
+                out_of_place=_json_place(r.get("out_of_place")),
+                in_place=_json_place(r.get("in_place")),
+            )
+        )
+    avg_obj = data.get("average_bus_bandwidth") or {}
+    oob_obj = data.get("out_of_bounds") or {}
+    errors = tuple(str(e) for e in data.get("errors") or [])
+    okay = avg_obj.get("okay")
+    avg = avg_obj.get("bandwidth")
+    oob = oob_obj.get("count")
+    args = data.get("args") or []
+    collective = next((a.rsplit("/", 1)[-1] for a in args if "_perf" in str(a)), None)
+    complete = bool(rows) and avg is not None and oob is not None and not errors
+    nccl = data.get("nccl_version")
+    return NcclTests(
+        collective,
+        "json",
+        len(ranks) or None,
+        None if nccl is None else str(nccl),
+        None,
+        ranks,
+        tuple(rows),
+        None if avg is None else float(avg),
+        okay if isinstance(okay, bool) else None,
+        None if oob is None else int(oob),
+        errors,
+        complete,
+    )

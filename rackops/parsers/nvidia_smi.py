@@ -1,0 +1,307 @@
+"""``nvidia-smi`` machine formats: ``--query-gpu … --format=csv``, ``-q -x``,
+``topo -m`` and ``nvlink -s``.
+
+``--query-gpu`` (header needed, or pass ``fields`` for ``noheader``)::
+
+    index, name, uuid, pci.bus_id, driver_version, memory.total [MiB]
+    0, NVIDIA H100 80GB HBM3, GPU-1c0d…, 00000000:18:00.0, 580.95.05, 81559 MiB
+
+Field names become keys (``pci.bus_id`` → ``bus_id``, ``memory.total [MiB]`` →
+``memory.total_mib``); units are stripped whether or not ``nounits`` was used;
+``[N/A]``/``[Not Supported]`` become None; Enabled/Disabled/Yes/No stay text.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from typing import Any
+
+from rackops.parsers._common import ParseError, is_na, num
+
+_ALIASES = {
+    "pci.bus_id": "bus_id",
+    "gpu_bus_id": "bus_id",
+    "gpu_name": "name",
+    "gpu_uuid": "uuid",
+}
+_UNIT = re.compile(r"^(.*?)\s*\[([^\]]+)\]$")
+_NUMERIC = re.compile(r"^[-+]?\d+(\.\d+)?(\s+[A-Za-z%/]+)?$")
+
+
+@dataclass(frozen=True)
+class SmiQuery:
+    fields: tuple[str, ...]
+    gpus: tuple[dict[str, Any], ...]
+
+
+def _key(field: str) -> str:
+    field = field.strip()
+    m = _UNIT.match(field)
+    if m:
+        unit = m.group(2).lower().replace("/", "_per_").replace(" ", "").replace("%", "pct")
+        base = m.group(1).strip()
+        return f"{_ALIASES.get(base, base)}_{unit}"
+    return _ALIASES.get(field, field)
+
+
+def _value(text: str) -> Any:
+    t = text.strip()
+    if is_na(t):
+        return None
+    if _NUMERIC.match(t):
+        n = num(t)
+        assert n is not None
+        return int(n) if n.is_integer() and "." not in t.split()[0] else n
+    return t
+
+
+def parse_query_gpu(text: str, fields: list[str] | None = None) -> SmiQuery:
+    rows = [r for r in csv.reader(io.StringIO(text.strip()), skipinitialspace=True) if r]
+    if not rows:
+        raise ParseError("empty nvidia-smi output")
+    first = [c.strip() for c in rows[0]]
+    if fields is None:
+        if any(c and c[0].isdigit() for c in first[:1]) and not any(
+            "." in c or "_" in c for c in first[:1]
+        ):
+            raise ParseError("CSV without a header: pass the --query-gpu field names")
+        fields, rows = first, rows[1:]
+    keys = tuple(_key(f) for f in fields)
+    gpus = []
+    for r in rows:
+        if len(r) != len(keys):
+            raise ParseError(f"row has {len(r)} values for {len(keys)} fields: {r}")
+        gpus.append({k: _value(v) for k, v in zip(keys, r, strict=True)})
+    if not gpus:
+        raise ParseError("nvidia-smi CSV has a header but no GPU rows")
+    return SmiQuery(keys, tuple(gpus))
+
+
+# ---------------------------------------------------------------- -q -x
+
+
+@dataclass(frozen=True)
+class SmiGpu:
+    index: int
+    bus_id: str | None
+    name: str | None
+    uuid: str | None
+    serial: str | None
+    persistence_mode: str | None
+    pcie_gen_max: int | None
+    pcie_gen_current: int | None
+    pcie_width_max: int | None
+    pcie_width_current: int | None
+    memory_total_mib: int | None
+    ecc_mode: str | None
+    ecc_uncorrectable_volatile: int | None
+    ecc_uncorrectable_aggregate: int | None
+    remapped_rows_correctable: int | None
+    remapped_rows_uncorrectable: int | None
+    remapped_rows_pending: bool | None
+    remapped_rows_failure: bool | None
+    fabric_state: str | None
+    fabric_status: str | None
+    temperature_c: int | None
+
+
+@dataclass(frozen=True)
+class SmiXml:
+    driver_version: str | None
+    cuda_version: str | None
+    attached_gpus: int | None
+    gpus: tuple[SmiGpu, ...]
+
+
+def _t(node: ET.Element | None, path: str) -> str | None:
+    if node is None:
+        return None
+    found = node.find(path)
+    if found is None or found.text is None:
+        return None
+    text = found.text.strip()
+    return None if is_na(text) else text
+
+
+def _n(node: ET.Element | None, path: str) -> int | None:
+    value = _t(node, path)
+    if value is None:
+        return None
+    n = num(value.replace("x", ""))
+    return None if n is None else int(n)
+
+
+def _yes(value: str | None) -> bool | None:
+    if value is None:
+        return None
+    return value.lower() in ("yes", "true", "1")
+
+
+def _ecc_sum(gpu: ET.Element, scope: str) -> int | None:
+    node = gpu.find(f"ecc_errors/{scope}")
+    if node is None:
+        return None
+    total, seen = 0, False
+    for child in node.iter():
+        if "uncorrectable" in child.tag:
+            n = num(child.text or "")
+            if n is not None:
+                total, seen = total + int(n), True
+        elif child.tag == "double_bit":
+            n = num(_t(child, "total") or "")
+            if n is not None:
+                total, seen = total + int(n), True
+    return total if seen else None
+
+
+def parse_smi_xml(text: str) -> SmiXml:
+    try:
+        root = ET.fromstring(text.strip())
+    except ET.ParseError as exc:
+        raise ParseError(f"nvidia-smi XML is unreadable (cut short?): {exc}") from exc
+    if root.tag != "nvidia_smi_log":
+        raise ParseError(f"root element is <{root.tag}>, expected <nvidia_smi_log>")
+    gpus = []
+    for i, g in enumerate(root.findall("gpu")):
+        rr = g.find("remapped_rows")
+        gpus.append(
+            SmiGpu(
+                index=next((n for n in (_n(g, "minor_number"),) if n is not None), i),
+                bus_id=g.get("id"),
+                name=_t(g, "product_name"),
+                uuid=_t(g, "uuid"),
+                serial=_t(g, "serial"),
+                persistence_mode=_t(g, "persistence_mode"),
+                pcie_gen_max=_n(g, "pci/pci_gpu_link_info/pcie_gen/max_link_gen"),
+                pcie_gen_current=_n(g, "pci/pci_gpu_link_info/pcie_gen/current_link_gen"),
+                pcie_width_max=_n(g, "pci/pci_gpu_link_info/link_widths/max_link_width"),
+                pcie_width_current=_n(g, "pci/pci_gpu_link_info/link_widths/current_link_width"),
+                memory_total_mib=_n(g, "fb_memory_usage/total"),
+                ecc_mode=_t(g, "ecc_mode/current_ecc"),
+                ecc_uncorrectable_volatile=_ecc_sum(g, "volatile"),
+                ecc_uncorrectable_aggregate=_ecc_sum(g, "aggregate"),
+                remapped_rows_correctable=_n(rr, "remapped_row_corr"),
+                remapped_rows_uncorrectable=_n(rr, "remapped_row_unc"),
+                remapped_rows_pending=_yes(_t(rr, "remapped_row_pending")),
+                remapped_rows_failure=_yes(_t(rr, "remapped_row_failure")),
+                fabric_state=_t(g, "fabric/state"),
+                fabric_status=_t(g, "fabric/status"),
+                temperature_c=_n(g, "temperature/gpu_temp"),
+            )
+        )
+    attached = _n(root, "attached_gpus")
+    if attached is not None and attached != len(gpus):
+        raise ParseError(f"attached_gpus says {attached} but {len(gpus)} <gpu> elements")
+    return SmiXml(_t(root, "driver_version"), _t(root, "cuda_version"), attached, tuple(gpus))
+
+
+# ---------------------------------------------------------------- topo -m
+
+
+@dataclass(frozen=True)
+class SmiTopo:
+    devices: tuple[str, ...]
+    matrix: dict[str, dict[str, str]]
+    cpu_affinity: dict[str, str | None]
+    numa_affinity: dict[str, str | None]
+    nic_names: dict[str, str]
+
+    def link(self, a: str, b: str) -> str | None:
+        return self.matrix.get(a, {}).get(b)
+
+
+_LEGEND = re.compile(r"^\s*(NIC\d+):\s*(\S+)\s*$")
+
+
+def parse_smi_topo(text: str) -> SmiTopo:
+    lines = [ln.rstrip() for ln in text.splitlines()]
+    head = next(
+        (
+            i
+            for i, ln in enumerate(lines)
+            if ln.split()[:1] == ["GPU0"] and ln.split()[1:2] != ["X"]
+        ),
+        None,
+    )
+    if head is None:
+        raise ParseError("no GPU0 header row: this is not 'nvidia-smi topo -m' output")
+    header = lines[head]
+    cols = [c.strip() for c in re.split(r"\t+|\s{2,}", header.strip()) if c.strip()]
+    devices = [c for c in cols if re.match(r"^(GPU|NIC|mlx)\w*\d+$", c)]
+    extra = cols[len(devices) :]
+    matrix: dict[str, dict[str, str]] = {}
+    cpu: dict[str, str | None] = {}
+    numa: dict[str, str | None] = {}
+    nic_names: dict[str, str] = {}
+    for ln in lines[head + 1 :]:
+        if m := _LEGEND.match(ln):
+            nic_names[m.group(1)] = m.group(2)
+            continue
+        cells = [c.strip() for c in re.split(r"\t+", ln.strip())] if "\t" in ln else ln.split()
+        if not cells or cells[0] not in devices:
+            continue
+        values = cells[1:]
+        if len(values) < len(devices):
+            raise ParseError(
+                f"topology row {cells[0]} has {len(values)} cells for {len(devices)} devices"
+            )
+        matrix[cells[0]] = dict(zip(devices, values[: len(devices)], strict=True))
+        rest = dict(zip(extra, values[len(devices) :], strict=False))
+        cpu[cells[0]] = rest.get("CPU Affinity") or None
+        numa[cells[0]] = rest.get("NUMA Affinity") or None
+    missing = [d for d in devices if d not in matrix]
+    if missing:
+        raise ParseError(f"topology matrix lacks rows for {', '.join(missing)} (cut short?)")
+    return SmiTopo(tuple(devices), matrix, cpu, numa, nic_names)
+
+
+# ------------------------------------------------------------- nvlink -s
+
+
+@dataclass(frozen=True)
+class NvLink:
+    link: int
+    active: bool
+    gbs: float | None
+
+
+@dataclass(frozen=True)
+class NvlinkGpu:
+    index: int
+    name: str | None
+    uuid: str | None
+    links: tuple[NvLink, ...]
+
+
+@dataclass(frozen=True)
+class SmiNvlink:
+    gpus: tuple[NvlinkGpu, ...]
+
+
+_NV_GPU = re.compile(r"^GPU\s+(\d+):\s*(.*?)\s*(?:\(UUID:\s*([^)]+)\))?\s*$")
+_NV_LINK = re.compile(r"^Link\s+(\d+):\s*(.*)$")
+
+
+def parse_smi_nvlink(text: str) -> SmiNvlink:
+    gpus: list[list[Any]] = []
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line:
+            continue
+        if m := _NV_GPU.match(line):
+            gpus.append([int(m.group(1)), m.group(2) or None, m.group(3), []])
+        elif (m := _NV_LINK.match(line)) and gpus:
+            status = m.group(2).strip()
+            inactive = "inactive" in status.lower() or is_na(status)
+            gpus[-1][3].append(
+                NvLink(int(m.group(1)), not inactive, None if inactive else num(status))
+            )
+        elif gpus:
+            raise ParseError(f"unexpected line in nvlink output: {line!r}")
+    if not gpus:
+        raise ParseError("no 'GPU n:' line: this is not 'nvidia-smi nvlink -s' output")
+    return SmiNvlink(tuple(NvlinkGpu(g[0], g[1], g[2], tuple(g[3])) for g in gpus))
