@@ -11,9 +11,10 @@ import json
 import sys
 import traceback
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from rackops import __version__
-from rackops.errors import ExitCode, RackopsError
+from rackops.errors import ExitCode, InputError, RackopsError
 
 
 class _Parser(argparse.ArgumentParser):
@@ -55,6 +56,39 @@ def _cmd_lint(args: argparse.Namespace) -> int:
     return int(report.exit_code)
 
 
+def _read_input(path: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        return Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror}") from exc
+
+
+def _cmd_parse(args: argparse.Namespace) -> int:
+    from rackops.parsers import TOOLS, ParseError, as_jsonable, parse
+    from rackops.parsers.nvidia_smi import parse_query_gpu
+
+    text = _read_input(args.file)
+    try:
+        if args.tool == "nvidia-smi-query" and args.fields:
+            result = parse_query_gpu(text, [f.strip() for f in args.fields.split(",")])
+        else:
+            result = parse(args.tool, text)
+    except ParseError as exc:
+        print(f"rackops: {args.file}: unreadable {args.tool} output: {exc}", file=sys.stderr)
+        return ExitCode.UNREADABLE
+    data = as_jsonable(result)
+    if args.format == "json":
+        print(json.dumps(data, indent=2, sort_keys=True))
+    else:
+        import yaml
+
+        print(yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=100), end="")
+    assert args.tool in TOOLS
+    return ExitCode.OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="rackops",
@@ -74,6 +108,25 @@ def build_parser() -> argparse.ArgumentParser:
     lint.add_argument("--format", choices=("human", "json"), default="human")
     lint.add_argument("--list-rules", action="store_true", help="print every rule code and stop")
     lint.set_defaults(func=_cmd_lint)
+
+    from rackops.parsers import TOOLS
+
+    parse = sub.add_parser(
+        "parse",
+        help="parse one tool's captured output and print its structure",
+        description="Parse a captured output of an acceptance tool (file, or - for stdin). "
+        "Exit 0 parsed, 3 unreadable input, 64 usage error. See docs/parsers.md.",
+    )
+    parse.add_argument(
+        "tool", choices=sorted(TOOLS), metavar="TOOL", help="one of: " + " ".join(sorted(TOOLS))
+    )
+    parse.add_argument("file", nargs="?", default="-", metavar="FILE|-")
+    parse.add_argument("--format", choices=("text", "json"), default="text")
+    parse.add_argument(
+        "--fields",
+        help="nvidia-smi-query without a header: the --query-gpu field list, comma separated",
+    )
+    parse.set_defaults(func=_cmd_parse)
     return parser
 
 

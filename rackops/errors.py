@@ -52,6 +52,12 @@ class InventoryError(RackopsError, ValueError):
         return f"{where}{self.message}"
 
 
+class InputError(RackopsError, OSError):
+    """A file given on the command line cannot be read."""
+
+    exit_code = ExitCode.UNREADABLE
+
+
 class ProfileError(RackopsError, ValueError):
     """A hardware profile or suite file is missing, unreadable or inconsistent."""
 

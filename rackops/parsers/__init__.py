@@ -8,6 +8,7 @@ never as a partial result that looks whole. ``TOOLS`` maps the names that
 
 from __future__ import annotations
 
+import csv
 from collections.abc import Callable
 from typing import Any
 
@@ -51,11 +52,21 @@ def parse(tool: str, text: str) -> Any:
         raise KeyError(tool)
     if not text.strip():
         raise ParseError("the output is empty")
+    text = text.replace("\r\n", "\n").replace("\r", "\n")  # captures pasted from tickets
     try:
         return TOOLS[tool](text)
     except ParseError:
         raise
-    except (ValueError, IndexError, KeyError, TypeError, AttributeError) as exc:
+    except (
+        ValueError,
+        IndexError,
+        KeyError,
+        TypeError,
+        AttributeError,
+        ArithmeticError,
+        csv.Error,
+        RecursionError,
+    ) as exc:
         # A parser bug or an output layout nobody has seen: never a traceback, never a pass.
         raise ParseError(f"unreadable {tool} output ({type(exc).__name__}: {exc})") from exc
 

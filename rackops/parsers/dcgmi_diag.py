@@ -90,14 +90,16 @@ def _worst(statuses: list[str]) -> str:
 
 
 def _overall(tests: list[DcgmTest]) -> str:
+    """Fail wins at plugin or GPU level; then Warn; a run whose hardware tests were all
+    skipped validated nothing (Skip), even when the software checks passed."""
     every = [t.result for t in tests] + [s for t in tests for s in t.gpus.values()]
     if "Fail" in every:
         return "Fail"
     if "Warn" in every:
         return "Warn"
-    if not tests or all(t.result in ("Skip", "Not Run") for t in tests):
-        return "Skip"
-    return "Pass"
+    beyond_software = [t for t in tests if (t.category or "").lower() != "deployment"]
+    ran = [t for t in (beyond_software or tests) if t.result not in ("Skip", "Not Run")]
+    return "Pass" if ran else "Skip"
 
 
 def _level(tests: list[DcgmTest]) -> int | None:
@@ -214,7 +216,7 @@ def parse_dcgmi_diag(text: str) -> DcgmDiag:
         gpu_device_ids=tuple(i.strip() for i in ids.split(",") if i.strip()),
         level=_level(built),
         tests=tuple(built),
-        overall="Fail" if errors and not built else _overall(built),
+        overall=_overall(built),
         errors=tuple(errors),
         complete=bool(built) and closed and not errors,
     )
@@ -293,7 +295,7 @@ def parse_dcgmi_diag_json(text: str) -> DcgmDiag:
         gpu_device_ids=tuple(str(i) for i in ids) if isinstance(ids, list) else (),
         level=_level(tests),
         tests=tuple(tests),
-        overall=_overall(tests) if tests else "Fail",
+        overall=_overall(tests),
         errors=tuple(errors),
         complete=bool(tests) and not errors,
     )

@@ -65,7 +65,7 @@ class IbvDevinfo:
 
 
 _CODE = re.compile(r"^(.*?)\s*\((\d+)\)\s*$")
-_GID = re.compile(r"^GID\[\s*(\d+)\]:\s*(\S+)")
+_GID = re.compile(r"^GID\[\s*(\d+)\]:\s*([^,\s]+)")
 
 
 def _value_code(value: str | None) -> tuple[str | None, int | None]:

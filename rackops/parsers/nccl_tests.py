@@ -101,7 +101,7 @@ def _place(tokens: list[str], wrong_kind: str) -> NcclPlace:
     time_us, algbw, busbw, last = tokens
     wrong = None
     max_error = None
-    if wrong_kind == "#wrong":
+    if wrong_kind in ("#wrong", "wrong"):
         wrong = None if is_na(last) else int(_float(last))
     elif not is_na(last):
         max_error = _float(last)

@@ -52,6 +52,8 @@ def _value(text: str) -> Any:
     t = text.strip()
     if is_na(t):
         return None
+    if t in ("Yes", "No"):
+        return t == "Yes"
     if _NUMERIC.match(t):
         n = num(t)
         assert n is not None
@@ -60,7 +62,13 @@ def _value(text: str) -> Any:
 
 
 def parse_query_gpu(text: str, fields: list[str] | None = None) -> SmiQuery:
-    rows = [r for r in csv.reader(io.StringIO(text.strip()), skipinitialspace=True) if r]
+    stripped = text.strip()
+    first_line = stripped.splitlines()[0] if stripped else ""
+    if first_line.startswith(("NVIDIA-SMI has failed", "Failed to initialize NVML")):
+        raise ParseError(f"nvidia-smi could not run: {first_line}")
+    if first_line.startswith("No devices were found"):
+        return SmiQuery(tuple(_key(f) for f in fields or ()), ())
+    rows = [r for r in csv.reader(io.StringIO(stripped), skipinitialspace=True) if r]
     if not rows:
         raise ParseError("empty nvidia-smi output")
     first = [c.strip() for c in rows[0]]

@@ -1,0 +1,81 @@
+"""The fixture corpus: every captured output beside its expected parse, and fuzzing."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rackops.cli import main
+from rackops.parsers import TOOLS, ParseError, as_jsonable, parse
+
+FIXTURES = Path(__file__).parent / "fixtures"
+CASES = sorted(FIXTURES.glob("*/*.txt"))
+
+
+def test_corpus_is_there() -> None:
+    assert len(CASES) >= 60, f"only {len(CASES)} fixtures"
+    assert {p.parent.name for p in CASES} == set(TOOLS), "every tool needs fixtures"
+    for case in CASES:
+        assert case.with_suffix(".json").exists(), f"{case} has no expected parse"
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{p.parent.name}/{p.stem}" for p in CASES])
+def test_fixture_parses_as_expected(case: Path) -> None:
+    expected = json.loads(case.with_suffix(".json").read_text())
+    try:
+        got = as_jsonable(parse(case.parent.name, case.read_text()))
+    except ParseError as exc:
+        got = {"error": str(exc)}
+    assert json.loads(json.dumps(got, sort_keys=True)) == expected
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{p.parent.name}/{p.stem}" for p in CASES])
+def test_cli_parse_exit_code(case: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    expected = json.loads(case.with_suffix(".json").read_text())
+    rc = main(["parse", case.parent.name, str(case), "--format", "json"])
+    out, err = capsys.readouterr()
+    if "error" in expected:
+        assert rc == 3 and expected["error"] in err
+    else:
+        assert rc == 0 and json.loads(out) == expected
+
+
+@pytest.mark.parametrize("tool", sorted(TOOLS))
+def test_empty_input_is_an_error(tool: str) -> None:
+    with pytest.raises(ParseError):
+        parse(tool, "  \n")
+
+
+@pytest.mark.parametrize("tool", sorted(TOOLS))
+@settings(max_examples=150, deadline=None)
+@given(text=st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=400))
+def test_arbitrary_text_raises_only_parse_error(tool: str, text: str) -> None:
+    with contextlib.suppress(ParseError):
+        parse(tool, text)
+
+
+@pytest.mark.parametrize("case", CASES[::3], ids=[f"{p.parent.name}/{p.stem}" for p in CASES[::3]])
+@settings(max_examples=30, deadline=None)
+@given(cut=st.floats(min_value=0.05, max_value=0.95), noise=st.text(max_size=20))
+def test_mangled_fixture_raises_only_parse_error(case: Path, cut: float, noise: str) -> None:
+    """Cut a real layout anywhere and add noise: a result or ParseError, nothing else."""
+    text = case.read_text()
+    mangled = text[: int(len(text) * cut)] + noise
+    with contextlib.suppress(ParseError):
+        parse(case.parent.name, mangled)
+
+
+def test_unreadable_file_exit_3(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["parse", "ibstat", str(tmp_path / "missing.txt")]) == 3
+    assert "cannot read" in capsys.readouterr().err
+
+
+def test_unknown_tool_is_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["parse", "ibstatx", "-"])
+    assert exc.value.code == 64
