@@ -126,8 +126,13 @@ def _cells(line: str) -> tuple[str, str] | None:
 
 
 def _chunk(value: str) -> str:
-    """A wrapped cell as printed: drop only the one padding space before '|'."""
-    return value[:-1] if value.endswith(" ") else value
+    """One wrapped piece of a message, exactly as dcgmi cut it.
+
+    A cell is ``| `` + 46 columns + `` |``; dcgmi cuts messages every 45 characters
+    (mid-word included), so the piece is the first 45 columns: a space there is
+    part of the text, the 46th column is padding.
+    """
+    return value[:45]
 
 
 def parse_dcgmi_diag(text: str) -> DcgmDiag:
