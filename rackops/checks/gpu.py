@@ -1,0 +1,263 @@
+"""GPU inventory: count, model, driver, persistence, ECC, row remapping, PCIe, fabric, NVLink.
+
+PCIe generation is read from the *maximum* link: an idle GPU drops to Gen1 to
+save power, which is not a degraded link. A narrower current width than the
+maximum is a real fault (lanes train at boot whatever the power state).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from rackops.findings import Finding, Status, Subject
+from rackops.parsers.nvidia_smi import SmiNvlink, SmiQuery, SmiXml
+from rackops.profiles import Profile
+
+
+@dataclass(frozen=True)
+class GpuView:
+    index: int
+    bus_id: str | None = None
+    uuid: str | None = None
+    name: str | None = None
+    driver: str | None = None
+    persistence: str | None = None
+    pcie_gen_max: int | None = None
+    pcie_width_current: int | None = None
+    pcie_width_max: int | None = None
+    ecc_uncorrectable_volatile: int | None = None
+    remap_pending: bool | None = None
+    remap_failure: bool | None = None
+    fabric_state: str | None = None
+    fabric_status: str | None = None
+
+
+def _flag(value: Any) -> bool | None:
+    if value is None or isinstance(value, bool):
+        return value
+    return str(value).strip().lower() in ("yes", "true", "1")
+
+
+def _views_query(q: SmiQuery) -> list[GpuView]:
+    out = []
+    for i, g in enumerate(q.gpus):
+        out.append(
+            GpuView(
+                index=int(g.get("index", i)),
+                bus_id=g.get("bus_id"),
+                uuid=g.get("uuid"),
+                name=g.get("name"),
+                driver=None if g.get("driver_version") is None else str(g.get("driver_version")),
+                persistence=g.get("persistence_mode"),
+                pcie_gen_max=g.get("pcie.link.gen.max"),
+                pcie_width_current=g.get("pcie.link.width.current"),
+                pcie_width_max=g.get("pcie.link.width.max"),
+                ecc_uncorrectable_volatile=g.get("ecc.errors.uncorrected.volatile.total"),
+                remap_pending=_flag(g.get("remapped_rows.pending")),
+                remap_failure=_flag(g.get("remapped_rows.failure")),
+            )
+        )
+    return out
+
+
+def _views_xml(x: SmiXml) -> list[GpuView]:
+    return [
+        GpuView(
+            index=g.index,
+            bus_id=g.bus_id,
+            uuid=g.uuid,
+            name=g.name,
+            driver=x.driver_version,
+            persistence=g.persistence_mode,
+            pcie_gen_max=g.pcie_gen_max,
+            pcie_width_current=g.pcie_width_current,
+            pcie_width_max=g.pcie_width_max,
+            ecc_uncorrectable_volatile=g.ecc_uncorrectable_volatile,
+            remap_pending=g.remapped_rows_pending,
+            remap_failure=g.remapped_rows_failure,
+            fabric_state=g.fabric_state,
+            fabric_status=g.fabric_status,
+        )
+        for g in x.gpus
+    ]
+
+
+def check_gpu_query(
+    parsed: SmiQuery,
+    profile: Profile,
+    *,
+    node: str | None = None,
+    driver_version: str | None = None,
+) -> list[Finding]:
+    return _check(_views_query(parsed), profile, node, driver_version)
+
+
+def check_gpu_xml(
+    parsed: SmiXml,
+    profile: Profile,
+    *,
+    node: str | None = None,
+    driver_version: str | None = None,
+) -> list[Finding]:
+    return _check(_views_xml(parsed), profile, node, driver_version)
+
+
+def _check(
+    gpus: list[GpuView], profile: Profile, node: str | None, driver_version: str | None
+) -> list[Finding]:
+    spec, t = profile.gpu, profile.thresholds
+    out: list[Finding] = []
+    if len(gpus) != spec.count:
+        present = sorted(g.index for g in gpus)
+        missing = sorted(set(range(spec.count)) - set(present))
+        out.append(
+            Finding(
+                "GPU-001",
+                Status.FAIL,
+                Subject(node=node),
+                f"{len(gpus)} GPUs visible, profile {profile.name} has {spec.count}"
+                + (f" (missing index {', '.join(map(str, missing))})" if missing else ""),
+                observed=len(gpus),
+                expected=spec.count,
+                unit="GPUs",
+                remediation="a GPU fell off the bus: check dmesg for Xid 79, reseat, or RMA",
+            )
+        )
+    for g in gpus:
+        subj = Subject(node=node, gpu=g.index, gpu_uuid=g.uuid, bus_id=g.bus_id)
+        bad: list[Finding] = []
+
+        def fail(
+            code: str,
+            msg: str,
+            obs: Any,
+            exp: Any,
+            fix: str,
+            unit: str | None = None,
+            status: Status = Status.FAIL,
+        ) -> None:
+            bad.append(Finding(code, status, subj, msg, obs, exp, unit, fix))  # noqa: B023
+
+        if g.name is not None and g.name.lower() != spec.model.lower():
+            fail(
+                "GPU-002",
+                f"model {g.name!r}, expected {spec.model!r}",
+                g.name,
+                spec.model,
+                "wrong SKU for this profile: fix rackops_profile or the hardware",
+            )
+        if driver_version and g.driver and g.driver != driver_version:
+            fail(
+                "GPU-003",
+                f"driver {g.driver}, pinned {driver_version}",
+                g.driver,
+                driver_version,
+                "run the nvidia_driver role to install the pinned version",
+            )
+        if g.persistence is not None and g.persistence.lower() != "enabled":
+            fail(
+                "GPU-004",
+                f"persistence mode {g.persistence}, expected Enabled (C-32)",
+                g.persistence,
+                "Enabled",
+                "enable nvidia-persistenced",
+            )
+        if (g.ecc_uncorrectable_volatile or 0) > t.ecc_uncorrectable_volatile_max:
+            fail(
+                "GPU-005",
+                f"{g.ecc_uncorrectable_volatile} uncorrectable ECC errors "
+                f"(volatile) > {t.ecc_uncorrectable_volatile_max} allowed (C-34)",
+                g.ecc_uncorrectable_volatile,
+                t.ecc_uncorrectable_volatile_max,
+                "drain the node and run dcgmi diag -r 3; RMA if it recurs",
+                "errors",
+            )
+        if g.remap_pending and t.remapped_rows_pending_max == 0:
+            fail(
+                "GPU-006",
+                "row remapping pending (C-34)",
+                True,
+                False,
+                "reset the GPU (nvidia-smi -r) or reboot to apply the remap",
+            )
+        if g.remap_failure and t.remapped_rows_failure_max == 0:
+            fail(
+                "GPU-007",
+                "row remapping failed: no spare rows left (C-34)",
+                True,
+                False,
+                "RMA the GPU",
+            )
+        if g.pcie_gen_max is not None and g.pcie_gen_max < spec.pcie_gen:
+            fail(
+                "GPU-008",
+                f"PCIe max link Gen{g.pcie_gen_max}, expected Gen{spec.pcie_gen}",
+                g.pcie_gen_max,
+                spec.pcie_gen,
+                "check BIOS PCIe settings and the riser",
+            )
+        width_max = g.pcie_width_max or spec.pcie_width
+        if g.pcie_width_current is not None and g.pcie_width_current < width_max:
+            fail(
+                "GPU-008",
+                f"PCIe link x{g.pcie_width_current}, expected x{width_max}",
+                g.pcie_width_current,
+                width_max,
+                "lanes lost: reseat the GPU/baseboard cable",
+                "lanes",
+            )
+        if (
+            spec.nvswitch
+            and g.fabric_state is not None
+            and (g.fabric_state != "Completed" or (g.fabric_status or "") != "Success")
+        ):
+            fail(
+                "GPU-009",
+                f"fabric state {g.fabric_state}/{g.fabric_status}, expected "
+                f"Completed/Success (C-28)",
+                f"{g.fabric_state}/{g.fabric_status}",
+                "Completed/Success",
+                "start nvidia-fabricmanager at the driver's exact version",
+            )
+        out.extend(bad or [Finding("GPU-OK", Status.OK, subj, "healthy")])
+    return out
+
+
+def check_nvlink(parsed: SmiNvlink, profile: Profile, *, node: str | None = None) -> list[Finding]:
+    spec = profile.gpu
+    out = []
+    if len(parsed.gpus) != spec.count:
+        out.append(
+            Finding(
+                "GPU-001",
+                Status.FAIL,
+                Subject(node=node),
+                f"{len(parsed.gpus)} GPUs in nvlink output, expected {spec.count}",
+                len(parsed.gpus),
+                spec.count,
+                "GPUs",
+                "a GPU fell off the bus: check dmesg for Xid 79",
+            )
+        )
+    for g in parsed.gpus:
+        subj = Subject(node=node, gpu=g.index, gpu_uuid=g.uuid)
+        active = [link for link in g.links if link.active]
+        if len(active) < spec.nvlink_links:
+            down = [str(link.link) for link in g.links if not link.active]
+            out.append(
+                Finding(
+                    "GPU-010",
+                    Status.FAIL,
+                    subj,
+                    f"{len(active)} of {spec.nvlink_links} NVLinks active"
+                    + (f" (inactive: {', '.join(down)})" if down else ""),
+                    len(active),
+                    spec.nvlink_links,
+                    "links",
+                    "reset the GPU; if links stay down, the baseboard needs service",
+                )
+            )
+        else:
+            out.append(Finding("GPU-OK", Status.OK, subj, f"{len(active)} NVLinks active"))
+    return out

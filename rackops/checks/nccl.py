@@ -1,0 +1,119 @@
+"""nccl-tests gates: sanity first (complete, #wrong 0, no failure lines), then busbw at
+the pinned sizes — never the sweep average."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rackops.findings import Finding, Status, Subject
+from rackops.parsers.nccl_tests import NcclTests
+from rackops.profiles import Profile
+
+
+def check_nccl(
+    parsed: NcclTests,
+    profile: Profile,
+    *,
+    node: str | None = None,
+    gate_sizes_bytes: Sequence[int] | None = None,
+    multi_node: bool | None = None,
+) -> list[Finding]:
+    hosts = sorted({r.host for r in parsed.ranks})
+    subj = Subject(node=node or (",".join(hosts) if hosts else None))
+    if parsed.errors:
+        return [
+            Finding(
+                "NCCL-000",
+                Status.ERROR if not parsed.rows else Status.FAIL,
+                subj,
+                f"{parsed.collective or 'nccl-tests'} failed: " + " | ".join(parsed.errors[:3]),
+                remediation="read the NCCL WARN line: a network error names the peer "
+                "and GID; rerun with NCCL_DEBUG=INFO",
+            )
+        ]
+    if not parsed.complete:
+        return [
+            Finding(
+                "NCCL-000",
+                Status.ERROR,
+                subj,
+                "nccl-tests output is incomplete (no summary or 'concluded' line)",
+                remediation="the run was cut short: check the job's time limit and rerun",
+            )
+        ]
+    out: list[Finding] = []
+    wrong = [
+        (r.bytes, p.wrong)
+        for r in parsed.rows
+        for p in (r.out_of_place, r.in_place)
+        if p is not None and p.wrong
+    ]
+    if wrong or (parsed.out_of_bounds or 0) > 0:
+        where = ", ".join(f"{b} B: {w}" for b, w in wrong) or "see summary"
+        out.append(
+            Finding(
+                "NCCL-001",
+                Status.FAIL,
+                subj,
+                f"wrong results ({where}); out of bounds {parsed.out_of_bounds}",
+                parsed.out_of_bounds,
+                0,
+                "values",
+                "data corruption: run dcgmi diag -r 3 on every node of the run",
+            )
+        )
+        return out
+    if multi_node is None:
+        multi_node = len(hosts) > 1
+    floor = (
+        profile.thresholds.nccl_multi_node_busbw_gbs_min
+        if multi_node
+        else profile.thresholds.nccl_single_node_busbw_gbs_min
+    )
+    sizes = list(gate_sizes_bytes or [max(r.bytes for r in parsed.rows)])
+    for size in sizes:
+        row = parsed.row_at(size)
+        if row is None:
+            have = ", ".join(str(r.bytes) for r in parsed.rows)
+            out.append(
+                Finding(
+                    "NCCL-000",
+                    Status.ERROR,
+                    subj,
+                    f"no result at the pinned size {size} B (have {have})",
+                    None,
+                    size,
+                    "bytes",
+                    f"run with -b {size} -e {size} or wider",
+                )
+            )
+            continue
+        busbw = min(p.busbw_gbs for p in (row.out_of_place, row.in_place) if p is not None)
+        if busbw < floor:
+            out.append(
+                Finding(
+                    "NCCL-002",
+                    Status.FAIL,
+                    subj,
+                    f"busbw {busbw:.2f} GB/s at {size} B < floor {floor:g} GB/s "
+                    f"({'multi' if multi_node else 'single'}-node)",
+                    busbw,
+                    floor,
+                    "GB/s",
+                    "multi-node: localise with pairwise ib_write_bw; single node: "
+                    "check NVLink (nvidia-smi nvlink -s) and fabric manager",
+                )
+            )
+        else:
+            out.append(
+                Finding(
+                    "NCCL-OK",
+                    Status.OK,
+                    subj,
+                    f"busbw {busbw:.2f} GB/s at {size} B",
+                    busbw,
+                    floor,
+                    "GB/s",
+                )
+            )
+    return out

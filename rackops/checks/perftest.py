@@ -1,0 +1,144 @@
+"""perftest gates: bandwidth at the pinned message size, latency ceiling, sanity first."""
+
+from __future__ import annotations
+
+import re
+
+from rackops.findings import Finding, Status, Subject
+from rackops.parsers.perftest import BwRow, LatRow, Perftest
+from rackops.profiles import Profile
+
+_CONNECT = re.compile(
+    r"(couldn't connect|unable to init|connection refused|no route|"
+    r"timed? ?out|unable to open file descriptor)",
+    re.IGNORECASE,
+)
+
+
+def check_perftest(
+    parsed: Perftest,
+    profile: Profile,
+    *,
+    subject: Subject | None = None,
+    message_size_bytes: int | None = None,
+) -> list[Finding]:
+    subj = subject or Subject(hca=parsed.device)
+    t = profile.thresholds
+    if parsed.errors:
+        text = "; ".join(parsed.errors)
+        if any(_CONNECT.search(e) for e in parsed.errors) or (
+            not parsed.rows
+            and not any("status" in e.lower() or "completion" in e.lower() for e in parsed.errors)
+        ):
+            return [
+                Finding(
+                    "PERF-000",
+                    Status.ERROR,
+                    subj,
+                    f"{parsed.test or 'perftest'} did not run: {text}",
+                    remediation="check the server side was started with the same "
+                    "options, the port is free and the address reachable",
+                )
+            ]
+        return [
+            Finding(
+                "PERF-004",
+                Status.FAIL,
+                subj,
+                f"{parsed.test or 'perftest'} failed on the data path: {text}",
+                remediation="transport retries exceeded: check the cable and switch "
+                "port counters (symbol errors, link downed) of both ends",
+            )
+        ]
+    if not parsed.complete or not parsed.rows:
+        return [
+            Finding(
+                "PERF-000",
+                Status.ERROR,
+                subj,
+                "perftest output is incomplete (result table not closed)",
+                remediation="rerun; capture the whole output",
+            )
+        ]
+    size = message_size_bytes or max(r.bytes for r in parsed.rows)
+    row = parsed.row_at(size)
+    if row is None:
+        sizes = ", ".join(str(r.bytes) for r in parsed.rows)
+        return [
+            Finding(
+                "PERF-000",
+                Status.ERROR,
+                subj,
+                f"no result at the pinned size {size} B (have {sizes})",
+                None,
+                size,
+                "bytes",
+                "run with -s <pinned size> (or -a)",
+            )
+        ]
+    out: list[Finding] = []
+    if parsed.mtu is not None and parsed.mtu < profile.hca.active_mtu:
+        out.append(
+            Finding(
+                "PERF-003",
+                Status.WARN,
+                subj,
+                f"path MTU {parsed.mtu} B, expected {profile.hca.active_mtu} B",
+                parsed.mtu,
+                profile.hca.active_mtu,
+                "bytes",
+                "a host on the path has netdev MTU < 4192 (C-23)",
+            )
+        )
+    if isinstance(row, BwRow):
+        floor = t.ib_write_bw_bidir_gbps_min if parsed.bidirectional else t.ib_write_bw_gbps_min
+        what = "bidirectional BW (sum of both directions)" if parsed.bidirectional else "BW"
+        if row.bw_avg_gbps < floor:
+            out.append(
+                Finding(
+                    "PERF-001",
+                    Status.FAIL,
+                    subj,
+                    f"{what} {row.bw_avg_gbps:.2f} Gb/s at {size} B < floor {floor:g} Gb/s",
+                    row.bw_avg_gbps,
+                    floor,
+                    "Gb/s",
+                    "check the link rate/width, PCIe of the HCA, and NUMA pinning; "
+                    "re-test against a known-good partner",
+                )
+            )
+        else:
+            out.append(
+                Finding(
+                    "PERF-OK",
+                    Status.OK,
+                    subj,
+                    f"{what} {row.bw_avg_gbps:.2f} Gb/s at {size} B",
+                    row.bw_avg_gbps,
+                    floor,
+                    "Gb/s",
+                )
+            )
+    elif isinstance(row, LatRow):
+        ceiling = t.ib_write_lat_us_max
+        value = row.t_avg_us if row.t_avg_us is not None else row.t_typical_us
+        if value is None:
+            out.append(Finding("PERF-000", Status.ERROR, subj, "latency row has no t_avg"))
+        elif value > ceiling:
+            out.append(
+                Finding(
+                    "PERF-002",
+                    Status.FAIL,
+                    subj,
+                    f"latency {value:.2f} us at {size} B > ceiling {ceiling:g} us",
+                    value,
+                    ceiling,
+                    "us",
+                    "check for a congested or mis-routed path and CPU frequency",
+                )
+            )
+        else:
+            out.append(
+                Finding("PERF-OK", Status.OK, subj, f"latency {value:.2f} us", value, ceiling, "us")
+            )
+    return out

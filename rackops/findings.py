@@ -1,0 +1,86 @@
+"""Findings: what a check concludes about one subject, in a form a ticket can carry.
+
+Status order: OK < WARN < FAIL, and ERROR beside them: ERROR means the test
+could not be run or read (missing tool, timeout, garbled output). It is never a
+pass and never blamed on hardware.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class Status(StrEnum):
+    OK = "OK"
+    WARN = "WARN"
+    FAIL = "FAIL"
+    ERROR = "ERROR"
+
+
+@dataclass(frozen=True)
+class Subject:
+    """What the finding is about; the most specific fields that apply are set."""
+
+    node: str | None = None
+    gpu: int | None = None
+    gpu_uuid: str | None = None
+    bus_id: str | None = None
+    hca: str | None = None
+    port: int | None = None
+    peer: str | None = None
+    switch: str | None = None
+    switch_port: str | None = None
+
+    def __str__(self) -> str:
+        parts = [self.node or "?"]
+        if self.gpu is not None:
+            gpu = f"GPU {self.gpu}"
+            if self.bus_id:
+                gpu += f" ({self.bus_id})"
+            parts.append(gpu)
+        if self.hca:
+            parts.append(self.hca if self.port is None else f"{self.hca}/{self.port}")
+        text = " ".join(parts)
+        if self.peer:
+            text += f" <-> {self.peer}"
+        if self.switch:
+            text += f" [{self.switch}{' ' + self.switch_port if self.switch_port else ''}]"
+        return text
+
+
+@dataclass(frozen=True)
+class Finding:
+    code: str
+    status: Status
+    subject: Subject
+    message: str
+    observed: Any = None
+    expected: Any = None
+    unit: str | None = None
+    remediation: str | None = None
+    attempts: tuple[Finding, ...] = field(default=())
+
+    def human(self) -> str:
+        text = f"{self.status.value:5} {self.code:9} {self.subject}: {self.message}"
+        if self.remediation and self.status is not Status.OK:
+            text += f" — {self.remediation}"
+        return text
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["status"] = self.status.value
+        out["attempts"] = [a.as_dict() for a in self.attempts]
+        return out
+
+
+_ORDER = {Status.OK: 0, Status.WARN: 1, Status.ERROR: 2, Status.FAIL: 3}
+
+
+def worst(findings: list[Finding]) -> Status:
+    """The verdict of a set of findings: a FAIL rejects even when other tests could not
+    run; otherwise an ERROR leaves the verdict undecided. No findings is undecided."""
+    if not findings:
+        return Status.ERROR
+    return max((f.status for f in findings), key=lambda s: _ORDER[s])

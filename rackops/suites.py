@@ -1,0 +1,106 @@
+"""Suites: which checks an acceptance run does, with what parameters and time budget.
+
+``validators/suites/<name>.yaml`` (or ``<inventory>/suites/``). Parameters that
+decide a verdict — the pinned message sizes, the DCGM level — live here, not in
+code, so a site changes them by editing data.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from rackops.errors import ProfileError
+from rackops.yamlpos import read_yaml_file, yaml_error_location
+
+BUILTIN_SUITES_DIR = Path(__file__).resolve().parent.parent / "validators" / "suites"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class DcgmParams(_Strict):
+    level: Literal[1, 2, 3, 4]
+    timeout_s: int = Field(gt=0)
+
+
+class PerftestBwParams(_Strict):
+    tool: Literal["ib_write_bw", "ib_read_bw", "ib_send_bw"] = "ib_write_bw"
+    message_size_bytes: int = Field(gt=0, description="the size the verdict is taken at")
+    duration_s: int = Field(gt=0)
+    qps: int = Field(ge=1, le=64)
+    bidirectional: bool = False
+    pairing: Literal["full", "sample", "suspects"] = "full"
+    repeats: int = Field(ge=1, le=10, default=1)
+    timeout_s: int = Field(gt=0)
+
+
+class PerftestLatParams(_Strict):
+    tool: Literal["ib_write_lat", "ib_read_lat", "ib_send_lat"] = "ib_write_lat"
+    message_size_bytes: int = Field(gt=0)
+    iterations: int = Field(gt=0)
+    timeout_s: int = Field(gt=0)
+
+
+class NcclParams(_Strict):
+    collective: Literal[
+        "all_reduce_perf",
+        "all_gather_perf",
+        "reduce_scatter_perf",
+        "alltoall_perf",
+        "sendrecv_perf",
+        "broadcast_perf",
+    ] = "all_reduce_perf"
+    min_bytes: int = Field(gt=0)
+    max_bytes: int = Field(gt=0)
+    gate_sizes_bytes: tuple[int, ...] = Field(
+        min_length=1, description="busbw is gated at these sizes"
+    )
+    iterations: int = Field(gt=0, default=20)
+    repeats: int = Field(ge=1, le=10, default=1)
+    timeout_s: int = Field(gt=0)
+
+
+class Checks(_Strict):
+    hca_ports: bool = True
+    gpu_inventory: bool = True
+    dcgm: DcgmParams | None = None
+    perftest_bw: PerftestBwParams | None = None
+    perftest_lat: PerftestLatParams | None = None
+    nccl_single_node: NcclParams | None = None
+    nccl_multi_node: NcclParams | None = None
+    peer_gate: bool = True
+
+
+class Suite(_Strict):
+    name: str
+    description: str
+    budget_minutes: int = Field(gt=0, description="wall time the suite should fit in")
+    checks: Checks
+
+
+def load_suite(name_or_path: str, inventory_dir: Path | None = None) -> Suite:
+    candidates = [Path(name_or_path)]
+    if inventory_dir is not None:
+        candidates.append(inventory_dir / "suites" / f"{name_or_path}.yaml")
+    candidates.append(BUILTIN_SUITES_DIR / f"{name_or_path}.yaml")
+    path = next((p for p in candidates if p.suffix == ".yaml" and p.is_file()), None)
+    if path is None:
+        known = ", ".join(sorted(p.stem for p in BUILTIN_SUITES_DIR.glob("*.yaml")))
+        raise ProfileError(f"unknown suite {name_or_path!r}; known suites: {known}")
+    try:
+        data, lines = read_yaml_file(path)
+    except yaml.YAMLError as exc:
+        line, reason = yaml_error_location(exc)
+        raise ProfileError(f"{path}:{line}: {reason}") from exc
+    try:
+        return Suite.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = tuple(str(p) for p in err["loc"])
+        line = lines.get(loc) or lines.get(loc[:-1]) or 1
+        raise ProfileError(f"{path}:{line}: {'.'.join(loc)}: {err['msg']}") from exc
