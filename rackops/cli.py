@@ -89,6 +89,32 @@ def _cmd_parse(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def _cmd_check(args: argparse.Namespace) -> int:
+    from rackops.checks.offline import build_context, evaluate
+    from rackops.findings import Status, worst
+
+    ctx = build_context(args.profile, args.inventory, args.node, args.suite)
+    findings = evaluate(args.tool, _read_input(args.file), ctx, args.node)
+    verdict = worst(findings)
+    if args.format == "json":
+        print(
+            json.dumps(
+                {"verdict": verdict.value, "findings": [f.as_dict() for f in findings]}, indent=2
+            )
+        )
+    else:
+        for f in findings:
+            print(f.human())
+        print(f"verdict: {verdict.value} ({len(findings)} findings)", file=sys.stderr)
+    codes = {
+        Status.OK: ExitCode.OK,
+        Status.WARN: ExitCode.WARNINGS,
+        Status.FAIL: ExitCode.ERRORS,
+        Status.ERROR: ExitCode.UNREADABLE,
+    }
+    return int(codes[verdict])
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="rackops",
@@ -127,6 +153,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="nvidia-smi-query without a header: the --query-gpu field list, comma separated",
     )
     parse.set_defaults(func=_cmd_parse)
+
+    check = sub.add_parser(
+        "check",
+        help="evaluate one captured output against a hardware profile and print findings",
+        description="Evaluate a captured output offline. Exit 0 OK, 1 warnings, 2 failures, "
+        "3 could not decide (unreadable output, tool did not run), 64 usage error.",
+    )
+    check.add_argument("tool", choices=sorted(TOOLS), metavar="TOOL")
+    check.add_argument("file", nargs="?", default="-", metavar="FILE|-")
+    check.add_argument("--profile", help="hardware profile (default: the node's, with -i)")
+    check.add_argument("-i", "--inventory", help="inventory, for the cabling map and design")
+    check.add_argument("--node", help="node the output came from (names the subject)")
+    check.add_argument("--suite", help="suite whose pinned sizes and DCGM level apply")
+    check.add_argument("--format", choices=("text", "json"), default="text")
+    check.set_defaults(func=_cmd_check)
     return parser
 
 

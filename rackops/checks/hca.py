@@ -95,7 +95,9 @@ def check_hca_ports(
 ) -> list[Finding]:
     tool = type(parsed).__name__.lower()
     findings: list[Finding] = []
-    parse_errors: tuple[str, ...] = getattr(parsed, "errors", ())
+    parse_errors: tuple[str, ...] = tuple(
+        e for e in getattr(parsed, "errors", ()) if not e.startswith("No IB devices found")
+    )  # "no devices" is an observation (zero HCAs), judged below as missing HCAs
     if not parsed.complete or parse_errors:
         errors = "; ".join(parse_errors) or "output cut short"
         findings.append(

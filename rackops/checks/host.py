@@ -1,0 +1,189 @@
+"""Host configuration read back from the tools: RoCE QoS (mlnx_qos), OFED version,
+RoCE v2 GIDs, and GPU↔NIC locality (topo -m). Expected values come from the design."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rackops.findings import Finding, Status, Subject
+from rackops.inventory.model import Hca, RoceQos
+from rackops.parsers.mlnx_qos import MlnxQos
+from rackops.parsers.nvidia_smi import SmiTopo
+from rackops.parsers.ofed_info import OfedInfo
+from rackops.parsers.show_gids import ShowGids
+
+GDR_OK = ("PIX", "PXB")
+
+
+def check_mlnx_qos(parsed: MlnxQos, roce: RoceQos, *, subject: Subject) -> list[Finding]:
+    out = []
+    if parsed.trust != roce.trust:
+        out.append(
+            Finding(
+                "C-04",
+                Status.FAIL,
+                subject,
+                f"priority trust {parsed.trust}, expected {roce.trust}",
+                parsed.trust,
+                roce.trust,
+                None,
+                f"mlnx_qos -i <netdev> --trust {roce.trust}; persist in the boot unit",
+            )
+        )
+    want = ",".join("1" if p in roce.pfc_priorities else "0" for p in range(8))
+    got = ",".join(str(v) for v in parsed.pfc_enabled)
+    if roce.cnp_priority in parsed.pfc_priorities:
+        out.append(
+            Finding(
+                "C-14",
+                Status.FAIL,
+                subject,
+                f"PFC is on the CNP priority {roce.cnp_priority} ({got})",
+                got,
+                want,
+                None,
+                f"mlnx_qos -i <netdev> --pfc {want}",
+            )
+        )
+    elif parsed.pfc_priorities != tuple(roce.pfc_priorities):
+        out.append(
+            Finding(
+                "C-12",
+                Status.FAIL,
+                subject,
+                f"PFC vector {got}, expected {want}",
+                got,
+                want,
+                None,
+                f"mlnx_qos -i <netdev> --pfc {want}",
+            )
+        )
+    if parsed.trust == "dscp":
+        for dscp, prio, what in (
+            (roce.dscp, roce.priority, "RoCE"),
+            (roce.cnp_dscp, roce.cnp_priority, "CNP"),
+        ):
+            got_prio = parsed.dscp2prio.get(dscp, dscp >> 3)
+            if got_prio != prio:
+                out.append(
+                    Finding(
+                        "C-05",
+                        Status.FAIL,
+                        subject,
+                        f"{what} DSCP {dscp} maps to priority {got_prio}, expected {prio}",
+                        got_prio,
+                        prio,
+                        None,
+                        f"mlnx_qos -i <netdev> --dscp2prio set,{dscp},{prio}",
+                    )
+                )
+    return out or [
+        Finding(
+            "QOS-OK",
+            Status.OK,
+            subject,
+            f"trust {parsed.trust}, PFC {got}, DSCP {roce.dscp}→{roce.priority}",
+        )
+    ]
+
+
+def check_ofed(parsed: OfedInfo, pinned: str, *, node: str | None = None) -> list[Finding]:
+    subj = Subject(node=node)
+    if parsed.matches(pinned):
+        return [Finding("OFED-OK", Status.OK, subj, f"{parsed.flavour} {parsed.version}")]
+    return [
+        Finding(
+            "OFED-001",
+            Status.FAIL,
+            subj,
+            f"OFED {parsed.version} ({parsed.flavour}), pinned {pinned}",
+            parsed.version,
+            pinned,
+            None,
+            "run the ofed role; reboot after the upgrade",
+        )
+    ]
+
+
+def check_gids(parsed: ShowGids, hcas: Sequence[Hca], *, node: str | None = None) -> list[Finding]:
+    out = []
+    if not parsed.complete:
+        out.append(
+            Finding(
+                "GID-000",
+                Status.ERROR,
+                Subject(node=node),
+                f"show_gids lists {len(parsed.gids)} GIDs but says "
+                f"n_gids_found={parsed.n_gids_found}",
+                remediation="rerun show_gids",
+            )
+        )
+        return out
+    for h in hcas:
+        subj = Subject(node=node, hca=h.device, port=1)
+        gid = parsed.roce_v2(h.device, h.address)
+        if gid is None:
+            out.append(
+                Finding(
+                    "C-26",
+                    Status.FAIL,
+                    subj,
+                    f"no RoCE v2 GID bound to {h.address or 'an IPv4 address'}",
+                    None,
+                    "RoCE v2 GID",
+                    None,
+                    f"assign {h.address or 'the fabric address'} to {h.netdev} and "
+                    f"check 'devlink dev param show' enable_roce",
+                )
+            )
+        elif gid.netdev not in (None, h.netdev):
+            out.append(
+                Finding(
+                    "C-26",
+                    Status.FAIL,
+                    subj,
+                    f"RoCE v2 GID {gid.index} is on {gid.netdev}, expected {h.netdev}",
+                    gid.netdev,
+                    h.netdev,
+                    None,
+                    "fix the netdev naming/cabling map",
+                )
+            )
+        else:
+            out.append(Finding("GID-OK", Status.OK, subj, f"RoCE v2 GID index {gid.index}"))
+    return out
+
+
+def check_topo(parsed: SmiTopo, hcas: Sequence[Hca], *, node: str | None = None) -> list[Finding]:
+    names = {dev: nic for nic, dev in parsed.nic_names.items()}
+    out = []
+    for h in hcas:
+        subj = Subject(node=node, gpu=h.gpu, hca=h.device)
+        nic = names.get(h.device, h.device)
+        link = parsed.link(f"GPU{h.gpu}", nic)
+        if link is None:
+            out.append(
+                Finding(
+                    "TOPO-000",
+                    Status.ERROR,
+                    subj,
+                    f"GPU{h.gpu} or {h.device} is not in the topology matrix",
+                )
+            )
+        elif link not in GDR_OK:
+            out.append(
+                Finding(
+                    "TOPO-001",
+                    Status.WARN,
+                    subj,
+                    f"GPU{h.gpu} ↔ {h.device} is {link}; GPUDirect RDMA wants PIX/PXB",
+                    link,
+                    "PIX|PXB",
+                    None,
+                    "pair the HCA with the GPU under the same PCIe switch "
+                    "(fix 'gpu' in the cabling map)",
+                )
+            )
+        else:
+            out.append(Finding("TOPO-OK", Status.OK, subj, f"GPU{h.gpu} ↔ {h.device} {link}"))
+    return out

@@ -1,0 +1,288 @@
+"""Checks turn parsed outputs into findings; each test names the behaviour it guards."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rackops.checks import check_dcgm, check_hca_ports, check_nccl, check_perftest, peer_gate
+from rackops.checks.offline import build_context, evaluate
+from rackops.checks.repeat import combine_attempts
+from rackops.cli import main
+from rackops.errors import ProfileError
+from rackops.findings import Finding, Status, Subject, worst
+from rackops.inventory import load_inventory
+from rackops.parsers import parse
+from rackops.profiles import BUILTIN_PROFILES_DIR, load_profile, load_profile_file
+
+FIX = Path(__file__).parent / "fixtures"
+NDR = load_profile("h100-sxm-ndr").profile
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def fixture(tool: str, case: str) -> object:
+    return parse(tool, (FIX / tool / f"{case}.txt").read_text())
+
+
+def codes(findings: list[Finding], status: Status) -> list[str]:
+    return [f.code for f in findings if f.status is status]
+
+
+# --- verdict of every fixture through `rackops check` --------------------------------------
+
+VERDICTS = {
+    "ibstat/h100x8-ndr-healthy": "OK",
+    "ibstat/h100x8-port-polling": "FAIL",
+    "ibstat/port-disabled": "FAIL",
+    "ibstat/link-at-reduced-rate-hdr": "FAIL",
+    "ibstat/ibpanic-mid-list": "ERROR",
+    "ibstat/cut-inside-port-block": "ERROR",
+    "ibstat/not-ibstat-garbage": "ERROR",
+    "ibstat/mixed-fabrics-lexical-order": "FAIL",  # 6 IB CAs where the profile has 8
+    "ibstatus/ndr200-2x-width": "FAIL",
+    "ibv_devinfo/no-devices": "FAIL",
+    "ibv_devinfo/roce-netdev-mtu-1500": "FAIL",
+    "dcgmi-diag/v4-level2-pass-h100x8": "OK",
+    "dcgmi-diag/v4-plugin-fail-gpus-pass": "FAIL",
+    "dcgmi-diag/v4-level3-everything-skipped": "ERROR",
+    "dcgmi-diag/v3-all-skipped-not-allowed": "ERROR",
+    "dcgmi-diag/v4-software-warn-persistence": "WARN",
+    "dcgmi-diag/hostengine-not-running": "ERROR",
+    "dcgmi-diag/v4-truncated-mid-table": "ERROR",
+    "perftest/write-bw-ndr-gbits": "OK",
+    "perftest/write-bw-bidirectional": "OK",
+    "perftest/write-bw-cpufreq-warning-in-table": "FAIL",
+    "perftest/write-bw-connect-refused": "ERROR",
+    "perftest/write-bw-retry-exceeded": "FAIL",
+    "perftest/write-bw-truncated-no-close": "ERROR",
+    "perftest/write-lat-ndr": "OK",
+    "perftest/write-lat-slow-link": "FAIL",
+    "nccl-tests/all-reduce-h100x8-2025-healthy": "OK",
+    "nccl-tests/all-reduce-h100x8-degraded-busbw": "FAIL",
+    "nccl-tests/all-reduce-wrong-results": "FAIL",
+    "nccl-tests/nccl-failure-mid-run": "FAIL",
+    "nccl-tests/truncated-no-summary": "ERROR",
+    "nccl-tests/garbage-not-nccl": "ERROR",
+    "nvidia-smi-query/h100x8-idle-gen1-header": "OK",
+    "nvidia-smi-query/seven-of-eight-gpus": "FAIL",
+    "nvidia-smi-query/persistence-off-ecc-errors": "FAIL",
+    "nvidia-smi-query/remapped-rows-query": "FAIL",
+    "nvidia-smi-query/driver-not-loaded": "ERROR",
+    "nvidia-smi-xml/h100x8-healthy": "OK",
+    "nvidia-smi-xml/remap-pending-and-dbe": "FAIL",
+    "nvidia-smi-xml/fabric-not-started-width-x8": "FAIL",
+    "nvidia-smi-nvlink/h100x8-18-links": "OK",
+    "nvidia-smi-nvlink/gpu2-two-links-inactive": "FAIL",
+    "nvidia-smi-topo/h100x8-8nic-pix": "OK",
+    "mlnx_qos/dscp-lossless-prio3": "OK",
+    "mlnx_qos/pfc-on-cnp-priority": "FAIL",
+    "mlnx_qos/pcp-trust-no-pfc": "FAIL",
+    "ofed_info/doca-ofed-internal": "OK",
+    "ofed_info/mlnx-ofed-short": "FAIL",
+    "show_gids/no-trailer-line": "FAIL",  # one HCA listed; the node has eight
+    "show_gids/trailer-count-mismatch": "ERROR",
+}
+ALL = sorted(FIX.glob("*/*.txt"))
+
+
+def _args(tool: str) -> list[str]:
+    if tool in ("mlnx_qos", "show_gids", "ofed_info"):
+        return ["-i", str(ROOT / "inventories/example-roce"), "--node", "node01"]
+    if tool in ("nvidia-smi-topo",):
+        return ["-i", str(ROOT / "inventories/example-ib"), "--node", "node01"]
+    return ["--profile", "h100-sxm-ndr", "--suite", "acceptance"]
+
+
+@pytest.mark.parametrize("case", ALL, ids=[f"{p.parent.name}/{p.stem}" for p in ALL])
+def test_check_runs_on_every_fixture(case: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tool = case.parent.name
+    argv = ["check", tool, str(case), "--format", "json", *_args(tool)]
+    if tool in ("perftest", "dcgmi-diag"):  # pinned size / level have their own tests
+        argv = [a for a in argv if a not in ("--suite", "acceptance")]
+    rc = main(argv)
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    import json
+
+    verdict = json.loads(out)["verdict"]
+    assert rc == {"OK": 0, "WARN": 1, "FAIL": 2, "ERROR": 3}[verdict]
+    expected = VERDICTS.get(f"{tool}/{case.stem}")
+    if expected is not None:
+        assert verdict == expected, out
+
+
+def test_verdict_table_names_real_fixtures() -> None:
+    names = {f"{p.parent.name}/{p.stem}" for p in ALL}
+    assert set(VERDICTS) <= names
+
+
+# --- behaviours the issue names ------------------------------------------------------------
+
+
+def test_only_cabled_hcas_are_judged() -> None:
+    """A down BlueField/bond beside the compute HCAs is not a compute-fabric failure."""
+    cluster = load_inventory(ROOT / "inventories/example-ib").raise_for_errors()
+    node = cluster.node("node01")
+    parsed = fixture("ibstat", "mixed-fabrics-lexical-order")
+    cabled = [h for h in node.hcas if h.device in ("mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3")]
+    findings = check_hca_ports(parsed, NDR, node="node01", hcas=cabled)  # type: ignore[arg-type]
+    assert worst(findings) is Status.OK
+    assert {f.subject.hca for f in findings} == {"mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"}
+
+
+def test_missing_cabled_hca_names_switch_port() -> None:
+    cluster = load_inventory(ROOT / "inventories/example-ib").raise_for_errors()
+    findings = check_hca_ports(
+        fixture("ibstat", "spaces-not-tabs"),
+        NDR,  # type: ignore[arg-type]
+        node="node03",
+        hcas=cluster.node("node03").hcas,
+    )
+    missing = [f for f in findings if f.code == "HCA-001"]
+    assert len(missing) == 6
+    assert missing[0].subject.switch == "leaf-r2" and missing[0].subject.switch_port == "1/3"
+
+
+def test_ibpanic_is_error_not_pass() -> None:
+    findings = check_hca_ports(fixture("ibstat", "ibpanic-mid-list"), NDR)  # type: ignore[arg-type]
+    assert codes(findings, Status.ERROR) == ["HCA-000"] and len(findings) == 1
+
+
+def test_dcgm_plugin_fail_wins_over_gpu_pass() -> None:
+    findings = check_dcgm(fixture("dcgmi-diag", "v4-plugin-fail-gpus-pass"))  # type: ignore[arg-type]
+    assert worst(findings) is Status.FAIL
+    assert "plugin level" in findings[0].message
+
+
+def test_dcgm_skip_is_not_pass() -> None:
+    findings = check_dcgm(fixture("dcgmi-diag", "v3-all-skipped-not-allowed"))  # type: ignore[arg-type]
+    assert worst(findings) is Status.ERROR
+    assert "DCGM-003" in codes(findings, Status.WARN)
+
+
+def test_dcgm_level_below_suite_is_error() -> None:
+    findings = check_dcgm(fixture("dcgmi-diag", "v4-level2-pass-h100x8"), level=3)  # type: ignore[arg-type]
+    assert "DCGM-004" in codes(findings, Status.ERROR)
+
+
+def test_dcgm_gpu_level_fail_names_gpu() -> None:
+    findings = check_dcgm(fixture("dcgmi-diag", "v4-level3-memory-fail-gpu5"))  # type: ignore[arg-type]
+    fails = [f for f in findings if f.status is Status.FAIL]
+    assert [f.subject.gpu for f in fails] == [5]
+
+
+def test_perftest_gates_at_pinned_size_not_sweep() -> None:
+    parsed = fixture("perftest", "write-bw-sweep-all-sizes")
+    at_64k = check_perftest(parsed, NDR, message_size_bytes=65536)  # type: ignore[arg-type]
+    at_8m = check_perftest(parsed, NDR, message_size_bytes=8388608)  # type: ignore[arg-type]
+    assert codes(at_64k, Status.FAIL) == ["PERF-001"]
+    assert worst(at_8m) is Status.OK
+    missing = check_perftest(parsed, NDR, message_size_bytes=12345)  # type: ignore[arg-type]
+    assert codes(missing, Status.ERROR) == ["PERF-000"]
+
+
+def test_perftest_bidirectional_uses_bidirectional_floor() -> None:
+    findings = check_perftest(fixture("perftest", "write-bw-bidirectional"), NDR)  # type: ignore[arg-type]
+    assert findings[0].expected == NDR.thresholds.ib_write_bw_bidir_gbps_min
+
+
+def test_nccl_gates_at_pinned_size_not_average() -> None:
+    parsed = fixture("nccl-tests", "all-reduce-h100x8-2025-healthy")
+    assert parsed.avg_busbw_gbs < NDR.thresholds.nccl_single_node_busbw_gbs_min  # type: ignore[attr-defined]
+    findings = check_nccl(parsed, NDR, gate_sizes_bytes=[8 << 30, 16 << 30])  # type: ignore[arg-type]
+    assert worst(findings) is Status.OK
+
+
+def test_nccl_multi_node_uses_multi_node_floor() -> None:
+    findings = check_nccl(
+        fixture("nccl-tests", "all-reduce-2node-16rank-2022"),
+        NDR,  # type: ignore[arg-type]
+        gate_sizes_bytes=[8 << 30],
+    )
+    assert findings[0].expected == NDR.thresholds.nccl_multi_node_busbw_gbs_min
+    assert worst(findings) is Status.OK
+
+
+def test_peer_gate_fails_straggler_above_floor() -> None:
+    values = {
+        Subject(node=f"node{i:02d}"): v
+        for i, v in enumerate([391.2, 390.8, 391.5, 390.9, 391.1, 362.0, 391.3, 390.7], 1)
+    }
+    assert all(v > NDR.thresholds.ib_write_bw_gbps_min for v in values.values())
+    findings = peer_gate(
+        values,
+        metric="ib_write_bw",
+        unit="Gb/s",
+        k=NDR.thresholds.peer_mad_k,
+        drop_pct=NDR.thresholds.peer_drop_pct_min,
+    )
+    assert [f.subject.node for f in findings] == ["node06"]
+
+
+def test_peer_gate_ignores_noise_when_all_equal() -> None:
+    values = {Subject(node=f"n{i}"): 390.0 + (i % 2) * 0.01 for i in range(8)}
+    assert peer_gate(values, metric="bw", unit="Gb/s", k=4, drop_pct=5) == []
+
+
+def test_repeats_keep_every_attempt_and_flag_flaky() -> None:
+    ok = [Finding("PERF-OK", Status.OK, Subject(node="a"), "fine")]
+    bad = [Finding("PERF-001", Status.FAIL, Subject(node="a"), "slow")]
+    flaky = combine_attempts([bad, ok, ok])
+    assert flaky.status is Status.WARN and len(flaky.attempts) == 3
+    assert combine_attempts([bad, bad]).status is Status.FAIL
+    assert combine_attempts([ok, ok]).status is Status.OK
+
+
+def test_worst_fail_outranks_error() -> None:
+    err = Finding("X", Status.ERROR, Subject(), "e")
+    fail = Finding("Y", Status.FAIL, Subject(), "f")
+    assert worst([err, fail]) is Status.FAIL and worst([err]) is Status.ERROR
+    assert worst([]) is Status.ERROR
+
+
+# --- profiles ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", sorted(BUILTIN_PROFILES_DIR.glob("*.yaml")), ids=lambda p: p.stem)
+def test_builtin_profiles_load(path: Path) -> None:
+    assert load_profile_file(path).profile.name == path.stem
+
+
+def test_profile_with_impossible_floor_is_rejected(tmp_path: Path) -> None:
+    text = (BUILTIN_PROFILES_DIR / "a100-sxm-hdr.yaml").read_text()
+    bad = tmp_path / "a100-sxm-hdr.yaml"
+    bad.write_text(
+        text.replace("nccl_multi_node_busbw_gbs_min: 172", "nccl_multi_node_busbw_gbs_min: 210")
+    )
+    with pytest.raises(ProfileError) as exc:
+        load_profile_file(bad)
+    msg = str(exc.value)
+    assert "nccl_multi_node_busbw_gbs_min" in msg and "200" in msg and ":" in msg.split(" ")[0]
+
+
+def test_profile_schema_error_names_line(tmp_path: Path) -> None:
+    text = (BUILTIN_PROFILES_DIR / "h100-sxm-ndr.yaml").read_text()
+    bad = tmp_path / "h100-sxm-ndr.yaml"
+    bad.write_text(text.replace("rate_gbps: 400 ", "rate_gbps: fast "))
+    with pytest.raises(ProfileError, match=r"h100-sxm-ndr.yaml:\d+: hca.rate_gbps"):
+        load_profile_file(bad)
+
+
+def test_check_without_profile_is_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main(["check", "ibstat", str(FIX / "ibstat/h100x8-ndr-healthy.txt")])
+    assert rc == 64 and "--profile" in capsys.readouterr().err
+
+
+def test_offline_context_from_inventory_node() -> None:
+    ctx = build_context(None, str(ROOT / "inventories/example-roce"), "node02", None)
+    findings = evaluate(
+        "ibstat", (FIX / "ibstat/roce-ethernet-zero-guid.txt").read_text(), ctx, "node02"
+    )
+    assert ctx.profile.name == "h100-sxm-roce400"
+    assert {f.subject.hca for f in findings if f.code == "HCA-001"} == {
+        "mlx5_4",
+        "mlx5_5",
+        "mlx5_6",
+        "mlx5_7",
+    }
