@@ -1,0 +1,349 @@
+"""``rackops lab up|down|status``: a rack of real SSH targets in containers.
+
+Targets are Debian root filesystems (debootstrap, cached) run unprivileged by podman,
+each on a management network plus one network per rail, reachable over real SSH on
+loopback ports. hwsim stands in for the GPUs and HCAs; a local apt repository stands in
+for the vendor repositories. ``down`` leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+from rackops.inventory.model import Versions
+from rackops.lab.engine import LABEL, Engine, LabError
+from rackops.lab.inventory import RAILS, netdev, write_inventory
+from rackops.lab.model import MGMT_NET, RAIL_NET, LabNode, LabState
+from rackops.lab.repo import build_repo
+from rackops.lab.scenario import load_scenario
+
+PREFIX = "rackops-lab"
+DEFAULT_VERSIONS = Versions(
+    ofed="25.07-0.9.7", driver="580.95.05", fabric_manager="580.95.05", dcgm="4.4.1"
+)
+PACKAGES = (
+    "openssh-server",
+    "python3",
+    "python3-apt",
+    "python3-debian",
+    "sudo",
+    "iproute2",
+    "kmod",
+    "procps",
+    "ca-certificates",
+    "openmpi-bin",
+    "iputils-ping",
+    "systemd-sysv",
+    "dbus",
+)
+LAB_INIT = """#!/bin/sh
+# rackops lab: put the lab's SSH keys in place for the ci user, then run sshd.
+set -e
+install -d -m 700 -o ci -g ci /home/ci/.ssh
+install -m 600 -o ci -g ci /lab/ssh/authorized_keys /home/ci/.ssh/authorized_keys
+install -m 600 -o ci -g ci /lab/ssh/id_ed25519 /home/ci/.ssh/id_ed25519
+printf 'Host *\\n  StrictHostKeyChecking no\\n  UserKnownHostsFile /dev/null\\n' \\
+  > /home/ci/.ssh/config
+chown ci:ci /home/ci/.ssh/config && chmod 600 /home/ci/.ssh/config
+[ "$1" = "--keys-only" ] && exit 0
+mkdir -p /run/sshd
+exec /usr/sbin/sshd -D -e
+"""
+INIT_UNIT = """[Unit]
+Description=rackops lab: SSH keys for the ci user
+Before=ssh.service
+
+[Service]
+Type=oneshot
+ExecStart=/usr/local/sbin/lab-init --keys-only
+
+[Install]
+WantedBy=multi-user.target
+"""
+
+
+def lab_workdir(path: str | None) -> Path:
+    return Path(path or os.environ.get("RACKOPS_LAB_DIR") or ".lab").resolve()
+
+
+def _cache_dir(workdir: Path) -> Path:
+    return Path(os.environ.get("RACKOPS_LAB_CACHE") or workdir / "cache")
+
+
+def build_rootfs(cache: Path, suite: str, log: list[str]) -> Path:
+    """debootstrap a minbase root filesystem once, kept as a tarball in the cache."""
+    tarball = cache / f"rootfs-{suite}.tar"
+    if tarball.exists():
+        return tarball
+    if os.geteuid() != 0:
+        raise LabError("building the lab image runs debootstrap, which needs root")
+    if shutil.which("debootstrap") is None:
+        raise LabError("debootstrap not found: apt-get install debootstrap")
+    cache.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=cache) as tmp:
+        root = Path(tmp) / "rootfs"
+        mirror = os.environ.get("RACKOPS_LAB_MIRROR", "http://deb.debian.org/debian")
+        log.append(f"debootstrap {suite} (once; cached in {tarball})")
+        proc = subprocess.run(
+            [
+                "debootstrap",
+                "--variant=minbase",
+                f"--include={','.join(PACKAGES)}",
+                suite,
+                str(root),
+                mirror,
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if proc.returncode != 0:
+            tail = (proc.stdout + proc.stderr).strip().splitlines()[-3:]
+            raise LabError(f"debootstrap {suite} failed: {' | '.join(tail)}")
+        partial = tarball.with_suffix(".part")
+        with tarfile.open(partial, "w") as tar:
+            for entry in sorted(root.iterdir()):
+                tar.add(entry, arcname=entry.name)
+        partial.rename(tarball)
+    return tarball
+
+
+def ensure_image(engine: Engine, workdir: Path, suite: str, systemd: bool, log: list[str]) -> str:
+    base = f"localhost/{PREFIX}-base:{suite}"
+    target = f"localhost/{PREFIX}-{'systemd' if systemd else 'target'}:{suite}"
+    if engine.image_exists(target):
+        return target
+    if not engine.image_exists(base):
+        tarball = build_rootfs(_cache_dir(workdir), suite, log)
+        log.append(f"import {tarball.name} as {base}")
+        engine.import_rootfs(tarball, base)
+    ctx = workdir / "image"
+    ctx.mkdir(parents=True, exist_ok=True)
+    (ctx / "lab-init").write_text(LAB_INIT)
+    (ctx / "rackops-lab-init.service").write_text(INIT_UNIT)
+    common = (
+        f"FROM {base}\n"
+        "COPY lab-init /usr/local/sbin/lab-init\n"
+        "COPY rackops-lab-init.service /etc/systemd/system/rackops-lab-init.service\n"
+        "RUN useradd -m -s /bin/bash ci && echo 'ci ALL=(ALL) NOPASSWD:ALL' > /etc/sudoers.d/ci"
+        " && chmod 440 /etc/sudoers.d/ci && chmod 755 /usr/local/sbin/lab-init"
+        " && rm -f /etc/ssh/ssh_host_* && ssh-keygen -A"
+        " && rm -f /etc/apt/sources.list && rm -rf /etc/apt/sources.list.d/*"
+        " && echo 'deb [trusted=yes] file:/srv/rackops-repo ./'"
+        " > /etc/apt/sources.list.d/rackops-lab.list\n"
+    )
+    if systemd:
+        common += (
+            "RUN systemctl enable rackops-lab-init.service ssh.service"
+            " && systemctl mask getty.target systemd-logind.service systemd-udevd.service"
+            " systemd-remount-fs.service console-getty.service\n"
+            'STOPSIGNAL SIGRTMIN+3\nCMD ["/sbin/init"]\n'
+        )
+    else:
+        common += 'CMD ["/usr/local/sbin/lab-init"]\n'
+    (ctx / "Containerfile").write_text(common)
+    log.append(f"build {target}")
+    engine.run(["build", "-t", target, "-f", str(ctx / "Containerfile"), str(ctx)], timeout=900)
+    return target
+
+
+def _keys(workdir: Path) -> Path:
+    ssh = workdir / "ssh"
+    key = ssh / "id_ed25519"
+    if not key.exists():
+        ssh.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "rackops-lab", "-f", str(key)],
+            check=True,
+        )
+    shutil.copy(key.with_suffix(".pub"), ssh / "authorized_keys")
+    return key
+
+
+def _wait_ssh(port: int, deadline: float) -> bool:
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+                s.settimeout(1)
+                if s.recv(4).startswith(b"SSH"):
+                    return True
+        except OSError:
+            pass
+        time.sleep(0.1)
+    return False
+
+
+def up(
+    *,
+    nodes: int = 4,
+    scenario: str | None = None,
+    engine_name: str = "podman",
+    workdir: str | None = None,
+    inventory: str = "inventories/lab",
+    suite: str = "bookworm",
+    systemd: bool = False,
+    port_base: int = 2300,
+    versions: Versions = DEFAULT_VERSIONS,
+    log: list[str] | None = None,
+) -> LabState:
+    log = log if log is not None else []
+    if not 1 <= nodes <= 200:
+        raise LabError(f"--nodes {nodes}: a lab has 1 to 200 nodes")
+    if systemd and engine_name != "podman":
+        raise LabError("--systemd needs podman (systemd as PID 1 via podman --systemd)")
+    wd = lab_workdir(workdir)
+    wd.mkdir(parents=True, exist_ok=True)
+    if LabState.load(wd) is not None:
+        raise LabError(f"a lab is already up in {wd}; run `rackops lab down` first")
+    spec = load_scenario(scenario)
+    names = [f"node{i:02d}" for i in range(1, nodes + 1)]
+    unknown = sorted(set(spec.nodes) - set(names))
+    if unknown:
+        raise LabError(
+            f"scenario names {', '.join(unknown)}, but the lab has {names[0]}.."
+            f"{names[-1]}; raise --nodes or fix the scenario"
+        )
+    engine = Engine(engine_name, wd)
+    engine.configure()
+    image = ensure_image(engine, wd, suite, systemd, log)
+    key = _keys(wd)
+    build_repo(wd / "repo", versions)
+    rails = {
+        n: {r: f"{RAIL_NET}.{r}.{10 + i}" for r in range(RAILS)} for i, n in enumerate(names, 1)
+    }
+    (wd / "scenario.json").write_text(json.dumps(spec.for_hwsim(names, rails), indent=1))
+    nets = [f"{PREFIX}-mgmt"] + [f"{PREFIX}-rail{r}" for r in range(RAILS)]
+    state = LabState(
+        lab=PREFIX,
+        engine=engine_name,
+        workdir=wd,
+        image=image,
+        systemd=systemd,
+        inventory=Path(inventory).resolve(),
+        key=key,
+        networks=nets,
+        versions=versions.model_dump(exclude_none=True),
+    )
+    state.save()  # from here on, `down` can clean up whatever exists
+    subnets = [f"{MGMT_NET}.0/24"] + [f"{RAIL_NET}.{r}.0/24" for r in range(RAILS)]
+    existing = set(engine.networks(PREFIX))
+    for net, subnet in zip(nets, subnets, strict=True):
+        if net not in existing:
+            engine.run(["network", "create", "--subnet", subnet, net])
+    hosts = [f"--add-host={n}:{MGMT_NET}.{10 + i}" for i, n in enumerate(names, 1)]
+    started = time.monotonic()
+    for i, name in enumerate(names, 1):
+        node = LabNode(
+            name,
+            i,
+            f"{PREFIX}-{name}",
+            port_base + i,
+            f"{MGMT_NET}.{10 + i}",
+            rails[name],
+            started=not spec.nodes.get(name, None) or not spec.nodes[name].unreachable,
+        )
+        state.nodes.append(node)
+        state.save()
+        if not node.started:
+            log.append(f"{name}: not started (scenario: unreachable)")
+            continue
+        args = [
+            "run",
+            "-d",
+            "--name",
+            node.container,
+            "--hostname",
+            name,
+            "--label",
+            f"{LABEL}={PREFIX}",
+            "-p",
+            f"127.0.0.1:{node.ssh_port}:22",
+            "--network",
+            f"{nets[0]}:ip={node.mgmt_ip},interface_name=eth0",
+            *[
+                f"--network={nets[r + 1]}:ip={ip},interface_name={netdev(r)}"
+                for r, ip in node.rails.items()
+            ],
+            *[h for h in hosts if not h.startswith(f"--add-host={name}:")],
+            "--cap-add",
+            "NET_ADMIN",
+            "-v",
+            f"{wd / 'ssh'}:/lab/ssh:ro",
+            "-v",
+            f"{wd / 'scenario.json'}:/etc/rackops-hwsim/scenario.json:ro",
+            "-v",
+            f"{wd / 'repo'}:/srv/rackops-repo:ro",
+        ]
+        if systemd:
+            args += ["--systemd=always"]
+        engine.run([*args, image])
+    deadline = time.monotonic() + 60
+    for node in state.nodes:
+        if node.started and not _wait_ssh(node.ssh_port, deadline):
+            raise LabError(
+                f"{node.name}: no SSH banner on 127.0.0.1:{node.ssh_port} within 60 s;"
+                f" see `{engine_name} logs {node.container}`"
+            )
+    log.append(
+        f"{sum(n.started for n in state.nodes)} targets answering SSH in "
+        f"{time.monotonic() - started:.1f} s"
+    )
+    write_inventory(state, state.inventory)
+    log.append(f"inventory: {state.inventory}")
+    return state
+
+
+def down(*, workdir: str | None = None, purge: bool = False) -> list[str]:
+    """Remove every container and network of the lab; verify nothing is left."""
+    wd = lab_workdir(workdir)
+    state = LabState.load(wd)
+    engine = Engine(state.engine if state else "podman", wd)
+    engine.configure()
+    removed = []
+    for name in engine.containers(PREFIX):
+        engine.run(["rm", "-f", "-t", "0", name])
+        removed.append(name)
+    for net in engine.networks(PREFIX):
+        engine.run(["network", "rm", "-f", net])
+        removed.append(net)
+    left = engine.containers(PREFIX) + engine.networks(PREFIX)
+    if left:
+        raise LabError(f"could not remove: {', '.join(left)}")
+    if purge:
+        for img in engine.run(
+            ["images", "--format", "{{.Repository}}:{{.Tag}}"], check=False
+        ).stdout.split():
+            if PREFIX in img:
+                engine.run(["rmi", "-f", img], check=False)
+    for path in (wd / "state.json", wd / "scenario.json"):
+        path.unlink(missing_ok=True)
+    for cm in wd.glob("cm-*"):
+        cm.unlink(missing_ok=True)
+    return removed
+
+
+def status(*, workdir: str | None = None) -> list[tuple[str, str, str]]:
+    wd = lab_workdir(workdir)
+    state = LabState.load(wd)
+    if state is None:
+        return []
+    engine = Engine(state.engine, wd)
+    engine.configure()
+    rows = []
+    for node in state.nodes:
+        if not node.started:
+            rows.append((node.name, "not started (unreachable by scenario)", "-"))
+            continue
+        proc = engine.run(["inspect", "--format", "{{.State.Status}}", node.container], check=False)
+        run_state = proc.stdout.strip() or "missing"
+        ssh = "ssh ok" if _wait_ssh(node.ssh_port, time.monotonic() + 2) else "ssh down"
+        rows.append((node.name, run_state, f"127.0.0.1:{node.ssh_port} {ssh}"))
+    return rows

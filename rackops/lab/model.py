@@ -1,0 +1,65 @@
+"""What a running lab is: saved in ``<workdir>/state.json`` so status and down find it."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+MGMT_NET = "198.19.0"  # 198.18.0.0/15 is reserved for benchmarking networks (RFC 2544)
+RAIL_NET = "198.18"
+
+
+@dataclass
+class LabNode:
+    name: str
+    index: int
+    container: str
+    ssh_port: int
+    mgmt_ip: str
+    rails: dict[int, str]
+    started: bool = True
+
+
+@dataclass
+class LabState:
+    lab: str
+    engine: str
+    workdir: Path
+    image: str
+    systemd: bool
+    inventory: Path
+    key: Path
+    networks: list[str]
+    versions: dict[str, str]
+    nodes: list[LabNode] = field(default_factory=list)
+
+    def save(self) -> None:
+        data = asdict(self)
+        data["workdir"], data["inventory"], data["key"] = (
+            str(self.workdir),
+            str(self.inventory),
+            str(self.key),
+        )
+        (self.workdir / "state.json").write_text(json.dumps(data, indent=2) + "\n")
+
+    @classmethod
+    def load(cls, workdir: Path) -> LabState | None:
+        path = workdir / "state.json"
+        if not path.exists():
+            return None
+        data: dict[str, Any] = json.loads(path.read_text())
+        nodes = [
+            LabNode(**{**n, "rails": {int(k): v for k, v in n["rails"].items()}})
+            for n in data.pop("nodes")
+        ]
+        return cls(
+            **{
+                **data,
+                "workdir": Path(data["workdir"]),
+                "inventory": Path(data["inventory"]),
+                "key": Path(data["key"]),
+            },
+            nodes=nodes,
+        )

@@ -1,0 +1,227 @@
+"""Stand-in vendor repository: small .deb packages with the real names and versions.
+
+Installing one puts the matching hwsim programs in place (``infiniband-diags`` →
+``ibstat``, ``nvidia-utils-<br>-server`` → ``nvidia-smi``, …), so install roles run
+for real against apt and validation finds what was installed. Built with
+``dpkg-deb`` and indexed with ``dpkg-scanpackages``; targets read it as a flat
+``file:`` repository mounted read-only (they have no other apt source).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from rackops.errors import RackopsError
+from rackops.inventory.model import Versions
+
+HWSIM = Path(__file__).with_name("hwsim.py")
+HWSIM_DIR = "/usr/lib/rackops-hwsim"
+
+
+@dataclass(frozen=True)
+class Package:
+    name: str
+    version: str
+    tools: tuple[str, ...] = ()
+    depends: tuple[str, ...] = ()
+    description: str = ""
+
+
+def packages(versions: Versions) -> list[Package]:
+    """The package set for the pinned versions, plus one older driver branch to upgrade from."""
+    ofed = versions.ofed
+    rdma = f"2507mlnx{ofed.replace('-', '.').replace('.', '')[:8]}-1"
+    out = [
+        Package("rackops-hwsim", "1.0", description="simulated GPU and RDMA hardware for the lab"),
+        Package(
+            "infiniband-diags",
+            rdma,
+            ("ibstat", "ibstatus"),
+            ("rackops-hwsim",),
+            "InfiniBand diagnostic programs",
+        ),
+        Package(
+            "ibverbs-utils",
+            rdma,
+            ("ibv_devinfo",),
+            ("rackops-hwsim",),
+            "examples for the libibverbs library",
+        ),
+        Package(
+            "perftest",
+            f"25.07.0-0.{ofed.split('-')[-1]}",
+            (
+                "ib_write_bw",
+                "ib_write_lat",
+                "ib_read_bw",
+                "ib_read_lat",
+                "ib_send_bw",
+                "ib_send_lat",
+            ),
+            ("rackops-hwsim",),
+            "InfiniBand verbs performance tests",
+        ),
+        Package(
+            "mlnx-tools",
+            f"{ofed.split('-')[0]}.0-1",
+            ("show_gids", "mlnx_qos"),
+            ("rackops-hwsim",),
+            "Mellanox userland tools and scripts",
+        ),
+        Package(
+            "mlnx-ofed-kernel-utils",
+            ofed,
+            ("ofed_info",),
+            ("rackops-hwsim",),
+            "userspace tools to restart and tune mlx5 and OFED",
+        ),
+        Package(
+            "doca-ofed",
+            ofed,
+            (),
+            (
+                "infiniband-diags",
+                "ibverbs-utils",
+                "perftest",
+                "mlnx-tools",
+                f"mlnx-ofed-kernel-utils (= {ofed})",
+            ),
+            "DOCA-OFED meta package",
+        ),
+        Package(
+            f"datacenter-gpu-manager-{versions.dcgm.split('.')[0]}-cuda13",
+            f"1:{versions.dcgm}-1",
+            ("dcgmi",),
+            ("rackops-hwsim",),
+            "NVIDIA Datacenter GPU Manager",
+        ),
+        Package(
+            "nccl-tests",
+            "2.17.6-1",
+            (
+                "all_reduce_perf",
+                "all_gather_perf",
+                "reduce_scatter_perf",
+                "alltoall_perf",
+                "sendrecv_perf",
+                "broadcast_perf",
+            ),
+            ("rackops-hwsim",),
+            "NCCL tests",
+        ),
+        Package(
+            "nvidia-container-toolkit",
+            "1.17.8-1",
+            ("nvidia-ctk",),
+            ("rackops-hwsim",),
+            "NVIDIA Container toolkit",
+        ),
+    ]
+    drivers = [versions.driver]
+    older = {"580": "570.172.08", "570": "550.163.01"}.get(versions.branch)
+    if older:
+        drivers.append(older)
+    for drv in drivers:
+        br = drv.split(".")[0]
+        v = f"{drv}-0ubuntu1"
+        out += [
+            Package(
+                f"nvidia-utils-{br}-server",
+                v,
+                ("nvidia-smi",),
+                ("rackops-hwsim",),
+                "NVIDIA Server Driver support binaries",
+            ),
+            Package(
+                f"nvidia-driver-{br}-server-open",
+                v,
+                (),
+                (f"nvidia-utils-{br}-server (= {v})",),
+                "NVIDIA driver (open kernel modules)",
+            ),
+            Package(
+                f"nvidia-driver-{br}-server",
+                v,
+                (),
+                (f"nvidia-utils-{br}-server (= {v})",),
+                "NVIDIA driver (proprietary kernel modules)",
+            ),
+            Package(
+                f"nvidia-fabricmanager-{br}",
+                v,
+                ("nv-fabricmanager",),
+                (f"nvidia-utils-{br}-server (= {v})",),
+                "Fabric Manager for NVSwitch",
+            ),
+        ]
+    return out
+
+
+def _wrapper(tool: str) -> str:
+    if tool == "nv-fabricmanager":
+        return "#!/bin/sh\n# rackops lab stand-in: fabric manager daemon\nexec sleep infinity\n"
+    return (
+        f"#!/bin/sh\n# rackops lab stand-in: simulated hardware\n"
+        f'exec python3 {HWSIM_DIR}/hwsim.py {tool} "$@"\n'
+    )
+
+
+def build_repo(dest: Path, versions: Versions) -> list[Package]:
+    """Build every package into ``dest`` and index it; idempotent."""
+    for tool in ("dpkg-deb", "dpkg-scanpackages"):
+        if shutil.which(tool) is None:
+            raise RackopsError(f"{tool} not found: install dpkg-dev (apt-get install dpkg-dev)")
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    work = dest / ".build"
+    pkgs = packages(versions)
+    for pkg in pkgs:
+        root = work / f"{pkg.name}_{pkg.version}"
+        (root / "DEBIAN").mkdir(parents=True)
+        control = [
+            f"Package: {pkg.name}",
+            f"Version: {pkg.version}",
+            "Architecture: all",
+            "Maintainer: rackops lab <lab@rackops.invalid>",
+            "Section: misc",
+            "Priority: optional",
+        ]
+        if pkg.depends:
+            control.append("Depends: " + ", ".join(pkg.depends))
+        control.append(f"Description: {pkg.description or pkg.name} (rackops lab stand-in)")
+        (root / "DEBIAN" / "control").write_text("\n".join(control) + "\n")
+        if pkg.name == "rackops-hwsim":
+            target = root / HWSIM_DIR.lstrip("/")
+            target.mkdir(parents=True)
+            shutil.copy(HWSIM, target / "hwsim.py")
+        for tool in pkg.tools:
+            b = root / "usr" / "bin"
+            b.mkdir(parents=True, exist_ok=True)
+            (b / tool).write_text(_wrapper(tool))
+            (b / tool).chmod(0o755)
+        subprocess.run(
+            [
+                "dpkg-deb",
+                "--build",
+                "--root-owner-group",
+                "-Zgzip",
+                str(root),
+                str(dest / f"{pkg.name}_{pkg.version.replace(':', '%3a')}_all.deb"),
+            ],
+            check=True,
+            capture_output=True,
+        )
+    shutil.rmtree(work)
+    index = subprocess.run(
+        ["dpkg-scanpackages", "--multiversion", "."],
+        cwd=dest,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    (dest / "Packages").write_text(index)
+    return pkgs

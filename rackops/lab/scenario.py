@@ -1,0 +1,158 @@
+"""Lab scenarios: the simulated hardware of each node and the faults injected into it.
+
+A scenario is YAML a user writes (``--scenario FILE``); every fault names where it
+applies, and shows in hwsim's outputs there and nowhere else::
+
+    hardware: {link_layer: Ethernet, rate_gbps: 400}     # overrides for every node
+    formats: {nccl-tests: "2022"}                        # older output generations
+    nodes:
+      node02:
+        faults:
+          - {kind: cable_slow, hca: mlx5_1, peers: [node03], bw_gbps: 180}
+      node04: {unreachable: true}
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from rackops.errors import InventoryError
+from rackops.yamlpos import read_yaml_file, yaml_error_location
+
+TOOLS = (
+    "ibstat",
+    "ibstatus",
+    "ibv_devinfo",
+    "show_gids",
+    "ofed_info",
+    "mlnx_qos",
+    "ib_write_bw",
+    "ib_write_lat",
+    "ib_read_bw",
+    "ib_send_bw",
+    "all_reduce_perf",
+    "all_gather_perf",
+    "reduce_scatter_perf",
+    "alltoall_perf",
+    "sendrecv_perf",
+    "broadcast_perf",
+    "dcgmi",
+    "nvidia-smi",
+)
+HCA = r"^mlx5_\d+$"
+
+
+class _F(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Fault(_F):
+    kind: Literal[
+        "hca_port",
+        "link_rate",
+        "cable_slow",
+        "node_slow",
+        "gpu_missing",
+        "remap_pending",
+        "ecc_uncorrectable",
+        "dcgm_fail",
+        "dcgm_all_skip",
+        "nccl_degraded",
+        "nccl_wrong",
+        "hang",
+        "missing",
+        "garbled",
+        "netdev_mtu",
+        "nvlink_down",
+        "persistence_off",
+        "fabric_manager_down",
+    ]
+    hca: str | None = Field(default=None, pattern=HCA)
+    state: Literal["Down", "Polling", "Disabled"] | None = None
+    rate_gbps: int | None = Field(default=None, gt=0)
+    width: Literal["1X", "2X", "4X"] | None = None
+    peers: tuple[str, ...] = ()
+    bw_gbps: float | None = Field(default=None, gt=0)
+    factor: float | None = Field(default=None, gt=0, le=1)
+    gpu: int | None = Field(default=None, ge=0)
+    link: int | None = Field(default=None, ge=0)
+    count: int | None = Field(default=None, ge=1)
+    plugin: str | None = None
+    min_level: int | None = Field(default=None, ge=1, le=4)
+    message: str | None = None
+    tool: str | None = None
+    keep: float | None = Field(default=None, gt=0, lt=1)
+    mtu: int | None = None
+
+    @model_validator(mode="after")
+    def _needs(self) -> Fault:
+        need = {
+            "hca_port": ("hca",),
+            "link_rate": ("hca", "rate_gbps"),
+            "cable_slow": ("hca",),
+            "gpu_missing": ("gpu",),
+            "remap_pending": ("gpu",),
+            "ecc_uncorrectable": ("gpu",),
+            "dcgm_fail": ("plugin",),
+            "hang": ("tool",),
+            "missing": ("tool",),
+            "garbled": ("tool",),
+            "nvlink_down": ("gpu", "link"),
+        }.get(self.kind, ())
+        missing = [k for k in need if getattr(self, k) is None]
+        if missing:
+            raise ValueError(f"fault {self.kind} needs {', '.join(missing)}")
+        if self.tool is not None and self.tool not in TOOLS:
+            raise ValueError(f"tool {self.tool!r} is not simulated; one of {', '.join(TOOLS)}")
+        return self
+
+
+class NodeSpec(_F):
+    hardware: dict[str, Any] = Field(default_factory=dict)
+    faults: tuple[Fault, ...] = ()
+    unreachable: bool = False
+
+
+class Scenario(_F):
+    hardware: dict[str, Any] = Field(default_factory=dict)
+    formats: dict[str, str] = Field(default_factory=dict)
+    nodes: dict[str, NodeSpec] = Field(default_factory=dict)
+
+    def for_hwsim(self, names: list[str], rails: dict[str, dict[int, str]]) -> dict[str, Any]:
+        """The JSON every target reads: scenario + each node's index and rail addresses."""
+        nodes = {}
+        for i, name in enumerate(names, 1):
+            spec = self.nodes.get(name, NodeSpec())
+            nodes[name] = {
+                "index": i,
+                "rails": {str(r): ip for r, ip in rails.get(name, {}).items()},
+                "hardware": spec.hardware,
+                "faults": [f.model_dump(exclude_none=True) for f in spec.faults],
+            }
+        return {"hardware": self.hardware, "formats": self.formats, "nodes": nodes}
+
+
+def load_scenario(path: str | Path | None) -> Scenario:
+    if path is None:
+        return Scenario()
+    p = Path(path)
+    try:
+        data, lines = read_yaml_file(p)
+    except OSError as exc:
+        raise InventoryError(f"cannot read scenario: {exc.strerror}", path=str(p)) from exc
+    except yaml.YAMLError as exc:
+        line, reason = yaml_error_location(exc)
+        raise InventoryError(reason, path=str(p), line=line) from exc
+    try:
+        return Scenario.model_validate(data or {})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = tuple(err["loc"])
+        line = next((lines[loc[:n]] for n in range(len(loc), 0, -1) if loc[:n] in lines), None)
+        raise InventoryError(
+            f"{'.'.join(map(str, loc))}: {err['msg']}", path=str(p), line=line
+        ) from exc
