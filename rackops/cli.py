@@ -115,6 +115,48 @@ def _cmd_check(args: argparse.Namespace) -> int:
     return int(codes[verdict])
 
 
+def _cmd_lab(args: argparse.Namespace) -> int:
+    from rackops import lab
+
+    if args.action == "up":
+        log: list[str] = []
+        try:
+            state = lab.up(
+                nodes=args.nodes,
+                scenario=args.scenario,
+                engine_name=args.engine,
+                workdir=args.workdir,
+                inventory=args.inventory,
+                suite=args.release,
+                systemd=args.systemd,
+                port_base=args.port_base,
+                log=log,
+            )
+        finally:
+            for line in log:
+                print(f"lab: {line}", file=sys.stderr)
+        for node in state.nodes:
+            where = f"127.0.0.1:{node.ssh_port}" if node.started else "not started"
+            print(f"{node.name}  {where}  mgmt {node.mgmt_ip}")
+        print(f"ssh -F {state.workdir / 'ssh_config'} node01")
+        return ExitCode.OK
+    if args.action == "down":
+        removed = lab.down(workdir=args.workdir, purge=args.purge)
+        print(f"lab: removed {len(removed)} containers and networks; nothing of the lab is left")
+        return ExitCode.OK
+    rows = lab.status(workdir=args.workdir)
+    if not rows:
+        print("lab: no lab is up")
+        return ExitCode.WARNINGS
+    for row in rows:
+        print("  ".join(row))
+    return (
+        ExitCode.OK
+        if all("ssh ok" in r[2] or "not started" in r[1] for r in rows)
+        else ExitCode.ERRORS
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="rackops",
@@ -168,6 +210,43 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--suite", help="suite whose pinned sizes and DCGM level apply")
     check.add_argument("--format", choices=("text", "json"), default="text")
     check.set_defaults(func=_cmd_check)
+
+    labp = sub.add_parser(
+        "lab",
+        help="a rack of real SSH targets in containers with simulated GPUs and HCAs",
+        description="Bring a lab rack up, show it, or tear it down (leaving nothing behind).",
+    )
+    labp.add_argument("action", choices=("up", "down", "status"))
+    labp.add_argument("--nodes", type=int, default=4, help="number of targets (default 4)")
+    labp.add_argument("--scenario", help="YAML file: hardware per node and injected faults")
+    labp.add_argument("--engine", choices=("podman", "docker"), default="podman")
+    labp.add_argument(
+        "--systemd",
+        action="store_true",
+        help="systemd as PID 1 in every target (units, per-target net.* sysctls)",
+    )
+    labp.add_argument(
+        "--release",
+        choices=("bookworm", "trixie"),
+        default="bookworm",
+        help="Debian release of the targets",
+    )
+    labp.add_argument(
+        "--inventory",
+        default="inventories/lab",
+        help="where to write the lab inventory (default inventories/lab)",
+    )
+    labp.add_argument(
+        "--workdir", help="lab state, keys, image storage (default ./.lab or $RACKOPS_LAB_DIR)"
+    )
+    labp.add_argument(
+        "--port-base",
+        type=int,
+        default=2300,
+        help="target N answers SSH on 127.0.0.1:<port-base + N>",
+    )
+    labp.add_argument("--purge", action="store_true", help="down: also remove the images")
+    labp.set_defaults(func=_cmd_lab)
     return parser
 
 

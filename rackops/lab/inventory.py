@@ -147,4 +147,5 @@ def write_inventory(state: LabState, dest: Path) -> None:
             "  LogLevel ERROR",
             "",
         ]
-    (dest / "ssh_config").write_text("\n".join(lines))
+    # Outside the inventory directory: Ansible would try to read it as an inventory source.
+    (state.workdir / "ssh_config").write_text("\n".join(lines))

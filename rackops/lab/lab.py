@@ -20,6 +20,7 @@ from pathlib import Path
 
 from rackops.inventory.model import Versions
 from rackops.lab.engine import LABEL, Engine, LabError
+from rackops.lab.hoststate import restore, snapshot
 from rackops.lab.inventory import RAILS, netdev, write_inventory
 from rackops.lab.model import MGMT_NET, RAIL_NET, LabNode, LabState
 from rackops.lab.repo import build_repo
@@ -50,8 +51,8 @@ set -e
 install -d -m 700 -o ci -g ci /home/ci/.ssh
 install -m 600 -o ci -g ci /lab/ssh/authorized_keys /home/ci/.ssh/authorized_keys
 install -m 600 -o ci -g ci /lab/ssh/id_ed25519 /home/ci/.ssh/id_ed25519
-printf 'Host *\\n  StrictHostKeyChecking no\\n  UserKnownHostsFile /dev/null\\n' \\
-  > /home/ci/.ssh/config
+printf 'Host *\\n  StrictHostKeyChecking no\\n' > /home/ci/.ssh/config
+printf '  UserKnownHostsFile /dev/null\\n  LogLevel ERROR\\n' >> /home/ci/.ssh/config
 chown ci:ci /home/ci/.ssh/config && chmod 600 /home/ci/.ssh/config
 [ "$1" = "--keys-only" ] && exit 0
 mkdir -p /run/sshd
@@ -233,6 +234,8 @@ def up(
         versions=versions.model_dump(exclude_none=True),
     )
     state.save()  # from here on, `down` can clean up whatever exists
+    if engine_name == "podman":
+        snapshot(wd / "host-before.json")
     subnets = [f"{MGMT_NET}.0/24"] + [f"{RAIL_NET}.{r}.0/24" for r in range(RAILS)]
     existing = set(engine.networks(PREFIX))
     for net, subnet in zip(nets, subnets, strict=True):
@@ -317,6 +320,7 @@ def down(*, workdir: str | None = None, purge: bool = False) -> list[str]:
     left = engine.containers(PREFIX) + engine.networks(PREFIX)
     if left:
         raise LabError(f"could not remove: {', '.join(left)}")
+    removed += restore(wd / "host-before.json")
     if purge:
         for img in engine.run(
             ["images", "--format", "{{.Repository}}:{{.Tag}}"], check=False
