@@ -20,15 +20,18 @@ FORWARD = Path("/proc/sys/net/ipv4/ip_forward")
 def _rules(table: str) -> list[str]:
     if shutil.which("iptables") is None:
         return []
-    proc = subprocess.run(["iptables", "-w", "-t", table, "-S"], capture_output=True,
-                          text=True, check=False)
+    proc = subprocess.run(
+        ["iptables", "-w", "-t", table, "-S"], capture_output=True, text=True, check=False
+    )
     return proc.stdout.splitlines() if proc.returncode == 0 else []
 
 
 def _netns_mounted() -> bool:
     try:
-        return any(line.split()[4] == "/run/netns"
-                   for line in Path("/proc/self/mountinfo").read_text().splitlines())
+        return any(
+            line.split()[4] == "/run/netns"
+            for line in Path("/proc/self/mountinfo").read_text().splitlines()
+        )
     except OSError:
         return False
 
@@ -55,16 +58,21 @@ def restore(path: Path) -> list[str]:
         now = _rules(table)
         for rule in now:
             if rule.startswith("-A ") and rule not in old and "NETAVARK" in rule:
-                subprocess.run(["iptables", "-w", "-t", table, "-D", *shlex.split(rule)[1:]],
-                               capture_output=True, check=False)
+                subprocess.run(
+                    ["iptables", "-w", "-t", table, "-D", *shlex.split(rule)[1:]],
+                    capture_output=True,
+                    check=False,
+                )
                 undone.append(f"{table}: {rule}")
         for rule in now:
             if rule.startswith("-N ") and rule not in old and "NETAVARK" in rule:
                 chain = rule.split()[1]
-                subprocess.run(["iptables", "-w", "-t", table, "-F", chain], capture_output=True,
-                               check=False)
-                subprocess.run(["iptables", "-w", "-t", table, "-X", chain], capture_output=True,
-                               check=False)
+                subprocess.run(
+                    ["iptables", "-w", "-t", table, "-F", chain], capture_output=True, check=False
+                )
+                subprocess.run(
+                    ["iptables", "-w", "-t", table, "-X", chain], capture_output=True, check=False
+                )
                 undone.append(f"{table}: chain {chain}")
     fwd = before.get("ip_forward")
     if fwd is not None and FORWARD.exists() and FORWARD.read_text().strip() != fwd:

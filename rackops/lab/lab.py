@@ -214,6 +214,8 @@ def up(
         )
     engine = Engine(engine_name, wd)
     engine.configure()
+    if engine_name == "podman":  # before any podman networking, including image builds
+        snapshot(wd / "host-before.json")
     image = ensure_image(engine, wd, suite, systemd, log)
     key = _keys(wd)
     build_repo(wd / "repo", versions)
@@ -234,15 +236,17 @@ def up(
         versions=versions.model_dump(exclude_none=True),
     )
     state.save()  # from here on, `down` can clean up whatever exists
-    if engine_name == "podman":
-        snapshot(wd / "host-before.json")
     subnets = [f"{MGMT_NET}.0/24"] + [f"{RAIL_NET}.{r}.0/24" for r in range(RAILS)]
     existing = set(engine.networks(PREFIX))
     for net, subnet in zip(nets, subnets, strict=True):
         if net not in existing:
-            engine.run(["network", "create", "--subnet", subnet, net])
+            # Rails carry lab traffic only: internal networks need no NAT rules (faster).
+            # No DNS: names come from --add-host, and no aardvark-dns daemon to clean up.
+            internal = ["--internal"] if "rail" in net else []
+            engine.run(["network", "create", "--disable-dns", *internal, "--subnet", subnet, net])
     hosts = [f"--add-host={n}:{MGMT_NET}.{10 + i}" for i, n in enumerate(names, 1)]
     started = time.monotonic()
+    runs = []
     for i, name in enumerate(names, 1):
         node = LabNode(
             name,
@@ -251,10 +255,9 @@ def up(
             port_base + i,
             f"{MGMT_NET}.{10 + i}",
             rails[name],
-            started=not spec.nodes.get(name, None) or not spec.nodes[name].unreachable,
+            started=name not in spec.nodes or not spec.nodes[name].unreachable,
         )
         state.nodes.append(node)
-        state.save()
         if not node.started:
             log.append(f"{name}: not started (scenario: unreachable)")
             continue
@@ -287,7 +290,10 @@ def up(
         ]
         if systemd:
             args += ["--systemd=always"]
-        engine.run([*args, image])
+        runs.append([*args, image])
+    state.save()
+    for run in runs:  # sequential: netavark serialises on its lock anyway
+        engine.run(run)
     deadline = time.monotonic() + 60
     for node in state.nodes:
         if node.started and not _wait_ssh(node.ssh_port, deadline):
@@ -302,6 +308,44 @@ def up(
     write_inventory(state, state.inventory)
     log.append(f"inventory: {state.inventory}")
     return state
+
+
+def _lab_processes(marker: str) -> list[str]:
+    """conmon and friends whose command line names a lab container."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if marker in cmd and "rackops lab" not in cmd and "pytest" not in cmd:
+            found.append(f"{proc.name} {cmd.split(' ', 1)[0]}")
+    return found
+
+
+def _zombie_conmons() -> int:
+    """Exited conmons not yet reaped by PID 1 (their command line is already gone)."""
+    count = 0
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                stat = (proc / "stat").read_text()
+            except OSError:
+                continue
+            if "(conmon) Z" in stat:
+                count += 1
+    return count
+
+
+def _wait_gone(marker: str, timeout: float) -> list[str]:
+    deadline = time.monotonic() + timeout
+    while True:
+        left = _lab_processes(marker)
+        if (not left and not _zombie_conmons()) or time.monotonic() > deadline:
+            return left  # a zombie the init never reaps is not ours to kill
+        time.sleep(0.2)
 
 
 def down(*, workdir: str | None = None, purge: bool = False) -> list[str]:
@@ -320,6 +364,9 @@ def down(*, workdir: str | None = None, purge: bool = False) -> list[str]:
     left = engine.containers(PREFIX) + engine.networks(PREFIX)
     if left:
         raise LabError(f"could not remove: {', '.join(left)}")
+    lingering = _wait_gone(PREFIX, timeout=20)
+    if lingering:
+        raise LabError(f"lab processes still running after 20 s: {', '.join(lingering)}")
     removed += restore(wd / "host-before.json")
     if purge:
         for img in engine.run(
