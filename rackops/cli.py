@@ -140,6 +140,15 @@ def _cmd_lab(args: argparse.Namespace) -> int:
             print(f"{node.name}  {where}  mgmt {node.mgmt_ip}")
         print(f"ssh -F {state.workdir / 'ssh_config'} node01")
         return ExitCode.OK
+    if args.action == "repo":
+        from rackops.lab.lab import DEFAULT_VERSIONS
+        from rackops.lab.repo import build_repo
+
+        dest = Path(args.dest or "build/lab-repo")
+        pkgs = build_repo(dest, DEFAULT_VERSIONS)
+        print(f"lab: {len(pkgs)} stand-in packages in {dest} (apt: deb [trusted=yes] "
+              f"file:{dest.resolve()} ./)")
+        return ExitCode.OK
     if args.action == "down":
         removed = lab.down(workdir=args.workdir, purge=args.purge)
         print(f"lab: removed {len(removed)} containers and networks; nothing of the lab is left")
@@ -216,7 +225,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="a rack of real SSH targets in containers with simulated GPUs and HCAs",
         description="Bring a lab rack up, show it, or tear it down (leaving nothing behind).",
     )
-    labp.add_argument("action", choices=("up", "down", "status"))
+    labp.add_argument("action", choices=("up", "down", "status", "repo"),
+                      help="repo: only build the stand-in apt repository (for Vagrant VMs)")
+    labp.add_argument("--dest", help="repo: where to build it (default build/lab-repo)")
     labp.add_argument("--nodes", type=int, default=4, help="number of targets (default 4)")
     labp.add_argument("--scenario", help="YAML file: hardware per node and injected faults")
     labp.add_argument("--engine", choices=("podman", "docker"), default="podman")
