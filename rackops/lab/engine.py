@@ -43,6 +43,8 @@ class Engine:
             'default_ulimits = ["nofile=20000:20000", "nproc=20000:20000"]\n'
             "[engine]\n"
             'runtime = "runc"\n'
+            "[network]\n"
+            'network_backend = "netavark"\n'
         )
         storage = self.workdir / "storage.conf"
         storage.write_text(
