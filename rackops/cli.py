@@ -146,8 +146,10 @@ def _cmd_lab(args: argparse.Namespace) -> int:
 
         dest = Path(args.dest or "build/lab-repo")
         pkgs = build_repo(dest, DEFAULT_VERSIONS)
-        print(f"lab: {len(pkgs)} stand-in packages in {dest} (apt: deb [trusted=yes] "
-              f"file:{dest.resolve()} ./)")
+        print(
+            f"lab: {len(pkgs)} stand-in packages in {dest} (apt: deb [trusted=yes] "
+            f"file:{dest.resolve()} ./)"
+        )
         return ExitCode.OK
     if args.action == "down":
         removed = lab.down(workdir=args.workdir, purge=args.purge)
@@ -164,6 +166,48 @@ def _cmd_lab(args: argparse.Namespace) -> int:
         if all("ssh ok" in r[2] or "not started" in r[1] for r in rows)
         else ExitCode.ERRORS
     )
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    from rackops.validate import validate
+    from rackops.validate.report import actions, summary
+
+    outcome = validate(
+        args.inventory,
+        args.suite,
+        dry_run=args.dry_run,
+        run_dir=args.run_dir,
+        resume=args.resume,
+        pairing=args.pairing,
+        suspects=tuple(s for s in (args.suspects or "").split(",") if s),
+        accept_new_host_keys=args.accept_new_host_keys,
+        concurrency=args.concurrency,
+        apply_actions=args.apply_actions,
+    )
+    if args.dry_run:
+        print(outcome.plan.describe())
+        return ExitCode.OK
+    assert outcome.report is not None and outcome.verdict is not None
+    print(summary(outcome.report))
+    cmds = actions(outcome.report)
+    if cmds and not args.apply_actions:
+        print("actions for rejected nodes (not applied; --apply-actions runs them):")
+        for cmd in cmds:
+            print("  " + " ".join(cmd))
+    print(f"results: {outcome.run_dir} (report.html, report.json, junit.xml, metrics.prom)")
+    return outcome.verdict.exit_code
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from rackops.validate.report import summary, write_reports
+    from rackops.validate.rundir import RunDir
+
+    path = Path(args.run_dir)
+    if not (path / "results.jsonl").exists():
+        raise RackopsError(f"{path}: not a run directory (no results.jsonl)")
+    report, verdict = write_reports(RunDir(path))
+    print(json.dumps(report, indent=2) if args.format == "json" else summary(report))
+    return verdict.exit_code
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -225,8 +269,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="a rack of real SSH targets in containers with simulated GPUs and HCAs",
         description="Bring a lab rack up, show it, or tear it down (leaving nothing behind).",
     )
-    labp.add_argument("action", choices=("up", "down", "status", "repo"),
-                      help="repo: only build the stand-in apt repository (for Vagrant VMs)")
+    labp.add_argument(
+        "action",
+        choices=("up", "down", "status", "repo"),
+        help="repo: only build the stand-in apt repository (for Vagrant VMs)",
+    )
     labp.add_argument("--dest", help="repo: where to build it (default build/lab-repo)")
     labp.add_argument("--nodes", type=int, default=4, help="number of targets (default 4)")
     labp.add_argument("--scenario", help="YAML file: hardware per node and injected faults")
@@ -258,6 +305,38 @@ def build_parser() -> argparse.ArgumentParser:
     )
     labp.add_argument("--purge", action="store_true", help="down: also remove the images")
     labp.set_defaults(func=_cmd_lab)
+
+    val = sub.add_parser(
+        "validate",
+        help="run the acceptance suite across the rack and name what to fix",
+        description="Plan, run (per-node checks, RDMA pair rounds, multi-node NCCL), localise "
+        "and report. Exit 0 accepted, 1 accepted with warnings, 2 rejected, 3 could not decide, "
+        "64 usage or configuration error.",
+    )
+    val.add_argument("-i", "--inventory", required=True)
+    val.add_argument("--suite", default="acceptance")
+    val.add_argument("--dry-run", action="store_true", help="print the plan and its estimate")
+    val.add_argument("--run-dir", help="where to write the run (default build/runs/...)")
+    val.add_argument("--resume", metavar="RUN_DIR", help="continue an interrupted run")
+    val.add_argument("--pairing", choices=("full", "sample", "suspects"))
+    val.add_argument("--suspects", help="suspects mode: comma-separated nodes to re-test")
+    val.add_argument(
+        "--accept-new-host-keys",
+        action="store_true",
+        help="trust host keys not in known_hosts (labs; never for production)",
+    )
+    val.add_argument("--concurrency", type=int, default=32)
+    val.add_argument(
+        "--apply-actions",
+        action="store_true",
+        help="drain/cordon rejected nodes (printed only, by default)",
+    )
+    val.set_defaults(func=_cmd_validate)
+
+    rep = sub.add_parser("report", help="regenerate the reports of a run directory")
+    rep.add_argument("run_dir")
+    rep.add_argument("--format", choices=("text", "json"), default="text")
+    rep.set_defaults(func=_cmd_report)
     return parser
 
 

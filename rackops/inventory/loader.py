@@ -37,6 +37,13 @@ os.environ.setdefault("ANSIBLE_LOCALHOST_WARNING", "False")
 os.environ.setdefault("ANSIBLE_INVENTORY_UNPARSED_WARNING", "False")
 os.environ.setdefault("ANSIBLE_DEPRECATION_WARNINGS", "False")
 
+CONNECTION_VARS = (
+    "ansible_host",
+    "ansible_port",
+    "ansible_user",
+    "ansible_become",
+    "ansible_ssh_private_key_file",
+)
 NODE_GROUP = "gpu_nodes"
 SWITCH_GROUP = "switches"
 SWITCH_OS_GROUPS = ("sonic", "cumulus", "eos", "mlnx_os")
@@ -246,11 +253,7 @@ def _read_hostvars(path: Path) -> tuple[Any, Any, Any]:
 def _host_vars(name: str, raw: Mapping[str, Any], loader: Any, inventory_path: Path) -> HostVars:
     from ansible.template import Templar
 
-    wanted = {
-        k: v
-        for k, v in raw.items()
-        if k.startswith("rackops_") or k in ("ansible_host", "ansible_port")
-    }
+    wanted = {k: v for k, v in raw.items() if k.startswith("rackops_") or k in CONNECTION_VARS}
     origins: dict[tuple[Any, ...], Origin] = {}
     values = {k: _plain(v, (k,), origins) for k, v in wanted.items()}
     if any("{{" in repr(v) for v in values.values()):

@@ -1,0 +1,101 @@
+"""``rackops validate``: plan → run → evaluate → localise → report, into a run directory."""
+
+from __future__ import annotations
+
+import datetime as dt
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rackops import __version__
+from rackops.errors import RackopsError
+from rackops.inventory import load_inventory
+from rackops.profiles import Profile, load_profile
+from rackops.suites import load_suite
+from rackops.validate.executor import SshExecutor
+from rackops.validate.localise import Verdict
+from rackops.validate.plan import Plan, make_plan
+from rackops.validate.report import actions, write_reports
+from rackops.validate.rundir import RunDir
+from rackops.validate.runner import Progress, Runner, _stderr, targets_from_inventory
+
+
+@dataclass
+class Outcome:
+    plan: Plan
+    run_dir: Path | None
+    report: dict[str, Any] | None
+    verdict: Verdict | None
+
+
+def validate(
+    inventory: str,
+    suite_name: str,
+    *,
+    dry_run: bool = False,
+    run_dir: str | None = None,
+    resume: str | None = None,
+    pairing: str | None = None,
+    suspects: tuple[str, ...] = (),
+    accept_new_host_keys: bool = False,
+    concurrency: int = 32,
+    apply_actions: bool = False,
+    progress: Progress = _stderr,
+) -> Outcome:
+    result = load_inventory(inventory)
+    cluster = result.raise_for_errors()
+    inv_dir = Path(inventory) if Path(inventory).is_dir() else Path(inventory).parent
+    suite = load_suite(suite_name, inv_dir)
+    profiles: dict[str, Profile] = {
+        n.profile: load_profile(n.profile, inv_dir).profile for n in cluster.nodes
+    }
+    plan = make_plan(cluster, suite, pairing=pairing, suspects=suspects)
+    if dry_run:
+        return Outcome(plan, None, None, None)
+    if resume:
+        path = Path(resume)
+        if not (path / "results.jsonl").exists():
+            raise RackopsError(f"{resume}: not a run directory (no results.jsonl)")
+    else:
+        stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+        path = Path(run_dir or f"build/runs/{cluster.name}-{suite.name}-{stamp}")
+        if path.exists() and any(path.iterdir()):
+            raise RackopsError(f"{path} exists and is not empty; use --resume {path}")
+    rundir = RunDir(path)
+    if not resume:
+        rundir.write_json(
+            "run.json",
+            {
+                "rackops_version": __version__,
+                "inventory": str(inventory),
+                "suite": suite.name,
+                "started": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+                "plan": plan.describe(),
+            },
+        )
+    lab_vars = result.hostvars[cluster.nodes[0].name].values
+    is_lab = bool(lab_vars.get("rackops_lab", False))
+    mpirun = tuple(str(a) for a in lab_vars.get("rackops_mpirun_args", ()))
+    executor = SshExecutor(accept_new_host_keys=accept_new_host_keys)
+    try:
+        runner = Runner(
+            cluster,
+            suite,
+            profiles,
+            targets_from_inventory(result, cluster),
+            executor,
+            rundir,
+            concurrency=concurrency,
+            lab=is_lab,
+            mpirun_args=mpirun,
+            progress=progress,
+        )
+        runner.run(plan)
+    finally:
+        executor.close()
+    report, verdict = write_reports(rundir)
+    if apply_actions:
+        for cmd in actions(report):
+            subprocess.run(cmd, check=False)
+    return Outcome(plan, path, report, verdict)

@@ -1,0 +1,269 @@
+"""From results to culprits: which node, GPU, HCA, cable, switch port or leaf to fix.
+
+Rules, in order (each pair failure is explained once):
+
+1. A FAIL from a node's own checks is a culprit at the most specific subject it names
+   (GPU, else HCA and its switch port, else the node). ERRORs on a node that already has a
+   culprit are evidence for it, not separate verdicts.
+2. Pair results touching an unreachable node, a node culprit, or the culprit HCA of that
+   rail are set aside as explained.
+3. On a rail where every link fails (three nodes or more), the leaf is the culprit.
+4. A node whose links fail with most partners on most rails is the node.
+5. An HCA whose links fail with at least two partners, half or more of those it was tested
+   with, is that HCA: its cable and switch port (from the cabling map).
+6. A failure left with a single partner is the link between the two; re-test both ends
+   against known-good partners (``--pairing suspects``) to tell which end.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class Culprit:
+    kind: str  # gpu | hca | node | leaf | link | nccl
+    node: str | None
+    message: str
+    remediation: str
+    gpu: int | None = None
+    hca: str | None = None
+    switch: str | None = None
+    switch_port: str | None = None
+    peer: str | None = None
+    evidence: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def where(self) -> str:
+        parts = [self.node or ""]
+        if self.gpu is not None:
+            parts.append(f"GPU {self.gpu}")
+        if self.hca:
+            parts.append(self.hca)
+        if self.switch:
+            parts.append(f"[{self.switch} {self.switch_port or ''}]".replace(" ]", "]"))
+        if self.peer:
+            parts.append(f"↔ {self.peer}")
+        return " ".join(p for p in parts if p)
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["where"] = self.where
+        return out
+
+
+@dataclass
+class Verdict:
+    culprits: list[Culprit]
+    errors: list[dict[str, Any]]
+    warnings: list[dict[str, Any]]
+
+    @property
+    def exit_code(self) -> int:
+        if self.culprits:
+            return 2
+        if self.errors:
+            return 3
+        return 1 if self.warnings else 0
+
+    @property
+    def label(self) -> str:
+        return {0: "ACCEPTED", 1: "ACCEPTED with warnings", 2: "REJECTED", 3: "UNDECIDED"}[
+            self.exit_code
+        ]
+
+
+def _fails(rec: dict[str, Any], status: str = "FAIL") -> list[dict[str, Any]]:
+    return [f for f in rec["findings"] if f["status"] == status]
+
+
+def localise(records: list[dict[str, Any]]) -> Verdict:
+    culprits: dict[tuple[Any, ...], Culprit] = {}
+    errors: list[dict[str, Any]] = []
+    warnings: list[dict[str, Any]] = []
+    unreachable = {r["node"] for r in records if r["kind"] == "unreachable"}
+
+    # 1. node checks
+    for rec in (r for r in records if r["kind"] == "node"):
+        for f in _fails(rec):
+            s = f["subject"]
+            if s.get("gpu") is not None:
+                key: tuple[Any, ...] = (s["node"], "gpu", s["gpu"])
+                kind = "gpu"
+            elif s.get("hca"):
+                key, kind = (s["node"], "hca", s["hca"]), "hca"
+            else:
+                key, kind = (s["node"], "node"), "node"
+            c = culprits.get(key)
+            if c is None:
+                c = culprits[key] = Culprit(
+                    kind,
+                    s["node"],
+                    f["message"],
+                    f.get("remediation") or "",
+                    gpu=s.get("gpu"),
+                    hca=s.get("hca"),
+                    switch=s.get("switch"),
+                    switch_port=s.get("switch_port"),
+                )
+            c.evidence.append({"step": rec["id"], **f})
+        warnings += [{"step": rec["id"], **f} for f in _fails(rec, "WARN")]
+    node_culprits = {k[0] for k in culprits}
+    for rec in records:
+        for f in _fails(rec, "ERROR"):
+            node = rec.get("node")
+            if rec["kind"] == "node" and node in node_culprits:
+                first = next(c for k, c in culprits.items() if k[0] == node)
+                first.evidence.append({"step": rec["id"], **f})
+            elif rec["kind"] == "pair" and f["code"] == "PAIR-SKIP":
+                continue  # explained by the unreachable node
+            else:
+                errors.append({"step": rec["id"], **f})
+
+    # 2. pairs not explained by node-level culprits
+    bad_hca = {(k[0], k[2]) for k in culprits if k[1] == "hca"}
+    whole_nodes = {k[0] for k in culprits if k[1] == "node"} | unreachable
+    links = []
+    for rec in (r for r in records if r["kind"] == "pair"):
+        m = rec["meta"]
+        if {m["server"], m["client"]} & whole_nodes:
+            continue
+        if (m["server"], m["server_hca"]) in bad_hca or (m["client"], m["client_hca"]) in bad_hca:
+            continue
+        status = "FAIL" if _fails(rec) else ("ERROR" if _fails(rec, "ERROR") else "OK")
+        if status == "ERROR":
+            continue  # already in errors
+        links.append((m, status, rec))
+    per_end: dict[tuple[str, int], list[tuple[str, bool, dict[str, Any]]]] = defaultdict(list)
+    for m, status, rec in links:
+        is_fail = status == "FAIL"
+        per_end[(m["server"], m["rail"])].append((m["client"], is_fail, rec))
+        per_end[(m["client"], m["rail"])].append((m["server"], is_fail, rec))
+    explained: set[str] = set()
+
+    # 3. leaf: every link on a rail fails
+    by_rail: dict[int, list[tuple[bool, dict[str, Any]]]] = defaultdict(list)
+    for m, status, rec in links:
+        by_rail[m["rail"]].append((status == "FAIL", rec))
+    for rail, rail_links in by_rail.items():
+        nodes = {e[0] for e in per_end if e[1] == rail}
+        if len(nodes) >= 3 and rail_links and all(f for f, _ in rail_links):
+            leaf = rail_links[0][1]["meta"]["client_switch_port"].split()[0]
+            c = Culprit(
+                "leaf",
+                None,
+                f"every link on rail {rail} fails: the leaf {leaf} is the common element",
+                f"check {leaf}: port speeds, QoS/PFC config, buffer drops, uplinks",
+                switch=leaf,
+            )
+            c.evidence = [_pair_evidence(r) for _, r in rail_links]
+            culprits[("leaf", rail)] = c
+            explained |= {r["id"] for _, r in rail_links}
+
+    # 4. node failing with most partners on most rails
+    rails = sorted({e[1] for e in per_end})
+    for node in sorted({e[0] for e in per_end}):
+        bad_rails = [r for r in rails if _mostly_failing(per_end.get((node, r), []), explained)]
+        if rails and len(bad_rails) > len(rails) / 2:
+            node_fails = [x for r in rails for x in per_end.get((node, r), []) if x[1]]
+            c = Culprit(
+                "node",
+                node,
+                f"{node} is slow with most partners on {len(bad_rails)} of {len(rails)} rails",
+                "the node itself (PCIe, NUMA, firmware, CPU "
+                "frequency): check lspci link status, mlnx_tune, BIOS settings",
+            )
+            c.evidence = [_pair_evidence(rec) for _, _, rec in node_fails]
+            culprits[(node, "node")] = c
+            explained |= {rec["id"] for _, _, rec in node_fails}
+
+    # 5. HCA/cable failing with at least two partners, half or more of them
+    for (node, rail), items in sorted(per_end.items()):
+        live = [x for x in items if x[2]["id"] not in explained]
+        failed = [x for x in live if x[1]]
+        if len(failed) >= 2 and len(failed) * 2 >= len(live):
+            rec0 = failed[0][2]
+            m = rec0["meta"]
+            side = "server" if m["server"] == node else "client"
+            sw, port = m[f"{side}_switch_port"].split(maxsplit=1)
+            hca = m[f"{side}_hca"]
+            partners = ", ".join(sorted(x[0] for x in failed))
+            c = Culprit(
+                "hca",
+                node,
+                f"{node}/{hca} (rail {rail}) is slow with {len(failed)} of "
+                f"{len(live)} partners ({partners})",
+                "reseat or replace the cable/transceiver of this HCA and check the "
+                "switch port; then re-test",
+                hca=hca,
+                switch=sw,
+                switch_port=port,
+            )
+            c.evidence = [_pair_evidence(x[2]) for x in failed]
+            culprits[(node, "hca", hca)] = c
+            explained |= {x[2]["id"] for x in failed}
+
+    # 6. what is left: single links
+    for m, status, rec in links:
+        if status == "FAIL" and rec["id"] not in explained:
+            c = Culprit(
+                "link",
+                m["client"],
+                f"{m['client']}/{m['client_hca']} ↔ {m['server']}/"
+                f"{m['server_hca']} (rail {m['rail']}) fails, both ends pass with "
+                f"other partners",
+                "re-test both ends against known-good partners "
+                "(rackops validate --pairing suspects) to tell which cable",
+                hca=m["client_hca"],
+                switch=m["client_switch_port"].split()[0],
+                switch_port=m["client_switch_port"].split(maxsplit=1)[1],
+                peer=f"{m['server']}/{m['server_hca']} [{m['server_switch_port']}]",
+            )
+            c.evidence = [_pair_evidence(rec)]
+            culprits[("link", rec["id"])] = c
+
+    # multi-node NCCL
+    for rec in (r for r in records if r["kind"] == "nccl"):
+        fails = _fails(rec)
+        if fails:
+            c = Culprit(
+                "nccl",
+                rec.get("node"),
+                fails[0]["message"],
+                fails[0].get("remediation") or "",
+                evidence=[{"step": rec["id"], **f} for f in fails],
+            )
+            culprits[("nccl", rec["id"])] = c
+        warnings += [{"step": rec["id"], **f} for f in _fails(rec, "WARN")]
+    for _m, _status, rec in links:
+        warnings += [{"step": rec["id"], **f} for f in _fails(rec, "WARN")]
+    return Verdict(list(culprits.values()), errors, warnings)
+
+
+def _mostly_failing(items: list[tuple[str, bool, dict[str, Any]]], explained: set[str]) -> bool:
+    live = [x for x in items if x[2]["id"] not in explained]
+    failed = [x for x in live if x[1]]
+    return len(live) >= 2 and len(failed) * 2 > len(live)
+
+
+def _pair_evidence(rec: dict[str, Any]) -> dict[str, Any]:
+    m = rec["meta"]
+    return {
+        "step": rec["id"],
+        "server": f"{m['server']}/{m['server_hca']}",
+        "client": f"{m['client']}/{m['client_hca']}",
+        "rail": m["rail"],
+        "bw_gbps": m.get("bw_gbps"),
+        "status": next((f["status"] for f in rec["findings"] if f["status"] != "OK"), "OK"),
+    }
+
+
+def failing_nodes(records: list[dict[str, Any]]) -> set[str]:
+    """Nodes to leave out of multi-node NCCL: anything already blamed or unreachable."""
+    v = localise(records)
+    out = {c.node for c in v.culprits if c.node and c.kind in ("node", "gpu", "hca")}
+    out |= {r["node"] for r in records if r["kind"] == "unreachable"}
+    out |= {e["subject"]["node"] for e in v.errors if e.get("subject", {}).get("node")}
+    return {n for n in out if n}

@@ -1,0 +1,222 @@
+"""The plan: which commands run where, in which order, and how long that should take.
+
+Per-node checks run on every node at once. RDMA pairs run in rounds: in each round every
+node is in exactly one pair, and each pair tests all its rails at once (HCA of rail r ↔
+HCA of rail r), so every rail of every node is busy in every round. ``full`` pairing is the
+round-robin 1-factorisation (circle method): n−1 rounds for even n, n for odd n (one node
+rests each round), every pair exactly once — the minimum number of rounds.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rackops.inventory.model import Cluster, Node
+from rackops.suites import Suite
+
+PERFTEST_PORT = 18515
+
+
+@dataclass(frozen=True)
+class NodeCheck:
+    name: str  # step id, unique per node: "ibstat", "dcgmi-diag", ...
+    tool: str  # the `rackops parse` tool that reads its output
+    argv: tuple[str, ...]
+    timeout_s: float
+    expected_s: float  # how long the tool itself runs when healthy (for the estimate)
+
+
+@dataclass(frozen=True)
+class Pair:
+    server: str
+    client: str
+
+
+@dataclass(frozen=True)
+class PairRound:
+    index: int
+    pairs: tuple[Pair, ...]
+
+
+@dataclass(frozen=True)
+class NcclGroup:
+    name: str
+    nodes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Plan:
+    nodes: tuple[str, ...]
+    node_checks: tuple[NodeCheck, ...]
+    pairing: str
+    rounds: tuple[PairRound, ...]
+    rails: tuple[int, ...]
+    nccl_groups: tuple[NcclGroup, ...]
+    estimate_s: float
+
+    def describe(self) -> str:
+        lines = [f"plan: {len(self.nodes)} nodes, rails {list(self.rails)}, pairing {self.pairing}"]
+        lines.append(
+            f"  stage 1: per-node checks on all nodes at once: "
+            f"{', '.join(c.name for c in self.node_checks)}"
+        )
+        pairs = sum(len(r.pairs) for r in self.rounds)
+        lines.append(
+            f"  stage 2: {len(self.rounds)} pair rounds, {pairs} node pairs × "
+            f"{len(self.rails)} rails = {pairs * len(self.rails)} links"
+        )
+        for r in self.rounds[:3]:
+            lines.append(
+                f"    round {r.index + 1}: " + ", ".join(f"{p.server}↔{p.client}" for p in r.pairs)
+            )
+        if len(self.rounds) > 3:
+            lines.append(f"    … {len(self.rounds) - 3} more rounds")
+        for g in self.nccl_groups:
+            lines.append(f"  stage 3: NCCL group {g.name}: {len(g.nodes)} nodes")
+        lines.append(f"  estimated wall time: {self.estimate_s / 60:.1f} min")
+        return "\n".join(lines)
+
+
+def round_robin(nodes: Sequence[str]) -> list[list[tuple[str, str]]]:
+    """Circle method: a 1-factorisation of K_n (n even) or near-1-factorisation (n odd)."""
+    ring: list[str | None] = list(nodes)
+    if len(ring) % 2:
+        ring.append(None)  # the node paired with None rests this round
+    n = len(ring)
+    rounds = []
+    for _ in range(n - 1):
+        pairs = [(ring[i], ring[n - 1 - i]) for i in range(n // 2)]
+        rounds.append([(a, b) for a, b in pairs if a is not None and b is not None])
+        ring = [ring[0], ring[-1], *ring[1:-1]]
+    return rounds
+
+
+def random_matchings(nodes: Sequence[str], k: int, seed: int) -> list[list[tuple[str, str]]]:
+    rng = random.Random(seed)
+    rounds = []
+    for _ in range(k):
+        order = list(nodes)
+        rng.shuffle(order)
+        rounds.append([(order[i], order[i + 1]) for i in range(0, len(order) - 1, 2)])
+    return rounds
+
+
+def suspect_rounds(suspects: Sequence[str], good: Sequence[str]) -> list[list[tuple[str, str]]]:
+    """Each suspect against known-good partners, one partner per round, no node twice a round."""
+    if not good:
+        return []
+    rounds: list[list[tuple[str, str]]] = []
+    for shift in range(min(2, len(good))):
+        pairs, used = [], set()
+        for i, s in enumerate(suspects):
+            partner = good[(i + shift) % len(good)]
+            if partner in used:
+                continue
+            used.add(partner)
+            pairs.append((partner, s))
+        rounds.append(pairs)
+    return rounds
+
+
+def node_checks(suite: Suite, cluster: Cluster) -> list[NodeCheck]:
+    c = suite.checks
+    out = []
+    if c.hca_ports:
+        out.append(NodeCheck("ibstat", "ibstat", ("ibstat",), 60, 1))
+        out.append(NodeCheck("ofed_info", "ofed_info", ("ofed_info", "-s"), 30, 1))
+        if cluster.fabric.type == "roce":
+            out.append(NodeCheck("show_gids", "show_gids", ("show_gids",), 30, 1))
+    if c.gpu_inventory:
+        out.append(NodeCheck("nvidia-smi-xml", "nvidia-smi-xml", ("nvidia-smi", "-q", "-x"), 60, 2))
+        out.append(
+            NodeCheck(
+                "nvidia-smi-nvlink", "nvidia-smi-nvlink", ("nvidia-smi", "nvlink", "-s"), 60, 1
+            )
+        )
+        out.append(
+            NodeCheck("nvidia-smi-topo", "nvidia-smi-topo", ("nvidia-smi", "topo", "-m"), 60, 1)
+        )
+    if c.dcgm:
+        expected = {1: 30, 2: 120, 3: 900, 4: 3600}[c.dcgm.level]
+        out.append(
+            NodeCheck(
+                "dcgmi-diag",
+                "dcgmi-diag",
+                ("dcgmi", "diag", "-r", str(c.dcgm.level)),
+                c.dcgm.timeout_s,
+                expected,
+            )
+        )
+    if c.nccl_single_node:
+        p = c.nccl_single_node
+        out.append(
+            NodeCheck(
+                "nccl-single-node",
+                "nccl-tests",
+                (
+                    p.collective,
+                    "-b",
+                    str(p.min_bytes),
+                    "-e",
+                    str(p.max_bytes),
+                    "-f",
+                    "2",
+                    "-g",
+                    "8",
+                    "-n",
+                    str(p.iterations),
+                ),
+                p.timeout_s,
+                60,
+            )
+        )
+    return out
+
+
+def make_plan(
+    cluster: Cluster,
+    suite: Suite,
+    *,
+    pairing: str | None = None,
+    suspects: Sequence[str] = (),
+    sample_rounds: int = 3,
+    seed: int = 0,
+) -> Plan:
+    names = [n.name for n in cluster.nodes]
+    rails = sorted({h.rail for n in cluster.nodes for h in n.hcas})
+    bw = suite.checks.perftest_bw
+    mode = pairing or (bw.pairing if bw else "full")
+    raw: list[list[tuple[str, str]]] = []
+    if bw and len(names) > 1:
+        if mode == "full":
+            raw = round_robin(names)
+        elif mode == "sample":
+            raw = random_matchings(names, sample_rounds, seed)
+        else:
+            good = [n for n in names if n not in suspects]
+            raw = suspect_rounds(list(suspects), good)
+    rounds = tuple(PairRound(i, tuple(Pair(a, b) for a, b in r)) for i, r in enumerate(raw))
+    groups: list[NcclGroup] = []
+    if suite.checks.nccl_multi_node and len(names) > 1:
+        groups.append(NcclGroup("all", tuple(names)))
+    checks = node_checks(suite, cluster)
+    per_node = max((c.expected_s for c in checks), default=0) * 1.2
+    per_round = (bw.duration_s * 1.3 + 5) * max(1, bw.repeats) if bw else 0
+    if suite.checks.perftest_lat:
+        per_round += 10
+    nccl = 300 * len(groups)
+    return Plan(
+        tuple(names),
+        tuple(checks),
+        mode,
+        rounds,
+        tuple(rails),
+        tuple(groups),
+        per_node + per_round * len(rounds) + nccl,
+    )
+
+
+def hca_on_rail(node: Node, rail: int) -> str | None:
+    return next((h.device for h in node.hcas if h.rail == rail), None)

@@ -1,0 +1,279 @@
+"""Reports from a run directory alone: terminal summary, report.json, junit.xml,
+metrics.prom (node_exporter textfile) and a self-contained report.html."""
+
+from __future__ import annotations
+
+import json
+import math
+import shlex
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+from xml.etree import ElementTree as ET
+
+import jinja2
+import markupsafe
+
+from rackops.validate.localise import Verdict, localise
+from rackops.validate.rundir import RunDir
+
+TEMPLATES = Path(__file__).resolve().parent.parent.parent / "templates"
+STATUS_VALUE = {"OK": 0, "WARN": 1, "ERROR": 2, "FAIL": 3}
+
+
+def build_report(run: RunDir) -> dict[str, Any]:
+    records = run.records()
+    verdict = localise(records)
+    meta = run.read_json("run.json") if (run.path / "run.json").exists() else {}
+    nodes: dict[str, dict[str, str]] = defaultdict(dict)
+    for rec in records:
+        if rec["kind"] in ("node", "unreachable") and rec.get("node"):
+            st = max(
+                (f["status"] for f in rec["findings"]), key=STATUS_VALUE.__getitem__, default="OK"
+            )
+            nodes[rec["node"]][rec["tool"] if rec["kind"] == "node" else "ssh"] = st
+    pairs = [
+        {
+            **r["meta"],
+            "status": max(
+                (f["status"] for f in r["findings"]), key=STATUS_VALUE.__getitem__, default="OK"
+            ),
+        }
+        for r in records
+        if r["kind"] == "pair"
+    ]
+    curves = []
+    for rec in records:
+        if rec["tool"] == "nccl-tests" and rec.get("stdout"):
+            curve = _nccl_curve(run, rec)
+            if curve:
+                curves.append(curve)
+    return {
+        "rackops_version": meta.get("rackops_version"),
+        "inventory": meta.get("inventory"),
+        "suite": meta.get("suite"),
+        "started": meta.get("started"),
+        "plan": meta.get("plan"),
+        "verdict": verdict.label,
+        "exit_code": verdict.exit_code,
+        "culprits": [c.as_dict() for c in verdict.culprits],
+        "errors": verdict.errors,
+        "warnings": verdict.warnings,
+        "nodes": dict(sorted(nodes.items())),
+        "pairs": pairs,
+        "nccl_curves": curves,
+        "steps": len(records),
+    }
+
+
+def _nccl_curve(run: RunDir, rec: dict[str, Any]) -> dict[str, Any] | None:
+    from rackops.parsers import ParseError, parse
+
+    try:
+        text = (run.path / rec["stdout"]).read_text()
+        parsed = parse("nccl-tests", text)
+    except (OSError, ParseError):
+        return None
+    floor = next((f.get("expected") for f in rec["findings"] if f.get("expected")), None)
+    points = [
+        (r.bytes, min(p.busbw_gbs for p in (r.out_of_place, r.in_place) if p)) for r in parsed.rows
+    ]
+    return {"name": rec["id"], "floor_gbs": floor, "points": points}
+
+
+def summary(report: dict[str, Any]) -> str:
+    lines = [
+        f"verdict: {report['verdict']} (exit {report['exit_code']}) — "
+        f"{len(report['nodes'])} nodes, {len(report['pairs'])} links tested"
+    ]
+    for c in report["culprits"]:
+        lines.append(f"  FIX  {c['where']}: {c['message']}")
+        lines.append(f"       → {c['remediation']}")
+    for e in report["errors"][:20]:
+        lines.append(f"  ERROR {e['subject'].get('node') or ''} {e['code']}: {e['message']}")
+    if len(report["errors"]) > 20:
+        lines.append(f"  … {len(report['errors']) - 20} more errors in report.json")
+    for w in report["warnings"][:10]:
+        lines.append(f"  WARN {w['subject'].get('node') or ''} {w['code']}: {w['message']}")
+    return "\n".join(lines)
+
+
+def junit(report: dict[str, Any], records: list[dict[str, Any]]) -> str:
+    suites = ET.Element("testsuites", name="rackops validate")
+    by_kind: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for rec in records:
+        by_kind[rec["kind"]].append(rec)
+    for kind, recs in by_kind.items():
+        cases = [(rec, f) for rec in recs for f in rec["findings"]]
+        suite = ET.SubElement(
+            suites,
+            "testsuite",
+            name=kind,
+            tests=str(len(cases)),
+            failures=str(sum(f["status"] == "FAIL" for _, f in cases)),
+            errors=str(sum(f["status"] == "ERROR" for _, f in cases)),
+        )
+        for rec, f in cases:
+            subj = f["subject"]
+            who = " ".join(
+                str(subj[k]) for k in ("node", "gpu", "hca", "peer") if subj.get(k) is not None
+            )
+            case = ET.SubElement(
+                suite,
+                "testcase",
+                classname=f"{kind}.{rec['tool']}",
+                name=f"{f['code']} {who}".strip(),
+                time=str(rec.get("duration_s", 0)),
+            )
+            if f["status"] == "FAIL":
+                ET.SubElement(case, "failure", message=f["message"]).text = (
+                    f.get("remediation") or ""
+                )
+            elif f["status"] == "ERROR":
+                ET.SubElement(case, "error", message=f["message"])
+            elif f["status"] == "WARN":
+                ET.SubElement(case, "system-out").text = f"WARN: {f['message']}"
+    ET.indent(suites)
+    return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def _label(value: Any) -> str:
+    return str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ")
+
+
+def prometheus(report: dict[str, Any]) -> str:
+    out = [
+        "# HELP rackops_validate_verdict Exit code of the last validation "
+        "(0 accepted, 1 warnings, 2 rejected, 3 undecided).",
+        "# TYPE rackops_validate_verdict gauge",
+        f"rackops_validate_verdict {report['exit_code']}",
+        "# HELP rackops_check_status Worst status per node and check "
+        "(0 OK, 1 WARN, 2 ERROR, 3 FAIL).",
+        "# TYPE rackops_check_status gauge",
+    ]
+    for node, checks in report["nodes"].items():
+        for check, st in sorted(checks.items()):
+            out.append(
+                f'rackops_check_status{{node="{_label(node)}",check="{_label(check)}"}} '
+                f"{STATUS_VALUE[st]}"
+            )
+    out += [
+        "# HELP rackops_link_bandwidth_gbps ib_write_bw average at the pinned size.",
+        "# TYPE rackops_link_bandwidth_gbps gauge",
+    ]
+    for p in report["pairs"]:
+        if p.get("bw_gbps") is not None:
+            out.append(
+                f'rackops_link_bandwidth_gbps{{server="{_label(p["server"])}",'
+                f'client="{_label(p["client"])}",rail="{p["rail"]}"}} {p["bw_gbps"]}'
+            )
+    out += [
+        "# HELP rackops_culprits Number of things to fix.",
+        "# TYPE rackops_culprits gauge",
+        f"rackops_culprits {len(report['culprits'])}",
+    ]
+    return "\n".join(out) + "\n"
+
+
+def _svg_curve(curve: dict[str, Any]) -> str:
+    pts = [(b, v) for b, v in curve["points"] if b > 0]
+    if not pts:
+        return ""
+    w, h, pad = 420, 180, 30
+    xs = [math.log2(b) for b, _ in pts]
+    top = max([v for _, v in pts] + [curve["floor_gbs"] or 0]) * 1.1 or 1
+    x0, x1 = min(xs), max(xs) if max(xs) > min(xs) else min(xs) + 1
+
+    def px(b: float, v: float) -> tuple[float, float]:
+        return (
+            pad + (math.log2(b) - x0) / (x1 - x0) * (w - 2 * pad),
+            h - pad - v / top * (h - 2 * pad),
+        )
+
+    line = " ".join(f"{x:.1f},{y:.1f}" for x, y in (px(b, v) for b, v in pts))
+    svg = [
+        f'<svg viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img" '
+        f'aria-label="busbw vs size">',
+        f'<polyline fill="none" stroke="#2563eb" stroke-width="2" points="{line}"/>',
+    ]
+    if curve["floor_gbs"]:
+        y = px(pts[0][0], curve["floor_gbs"])[1]
+        svg.append(
+            f'<line x1="{pad}" x2="{w - pad}" y1="{y:.1f}" y2="{y:.1f}" '
+            f'stroke="#dc2626" stroke-dasharray="4"/><text x="{w - pad}" y="{y - 4:.1f}" '
+            f'text-anchor="end" font-size="10">floor {curve["floor_gbs"]} GB/s</text>'
+        )
+    svg.append(
+        f'<text x="{pad}" y="{h - 8}" font-size="10">{pts[0][0]} B</text>'
+        f'<text x="{w - pad}" y="{h - 8}" font-size="10" text-anchor="end">'
+        f"{pts[-1][0]} B</text></svg>"
+    )
+    return "".join(svg)
+
+
+def html(report: dict[str, Any]) -> str:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        autoescape=jinja2.select_autoescape(["html", "j2"]),
+        undefined=jinja2.StrictUndefined,
+    )
+    rails = sorted({p["rail"] for p in report["pairs"]})
+    nodes = sorted({p["server"] for p in report["pairs"]} | {p["client"] for p in report["pairs"]})
+    heat: dict[int, dict[tuple[str, str], dict[str, Any]]] = {r: {} for r in rails}
+    for p in report["pairs"]:
+        heat[p["rail"]][(p["server"], p["client"])] = p
+        heat[p["rail"]][(p["client"], p["server"])] = p
+    checks = sorted({c for n in report["nodes"].values() for c in n})
+    return env.get_template("report.html.j2").render(
+        r=report,
+        rails=rails,
+        pair_nodes=nodes,
+        heat=heat,
+        checks=checks,
+        curves=[
+            (c["name"], markupsafe.Markup(_svg_curve(c)))  # our own SVG, numbers only
+            for c in report["nccl_curves"]
+        ],
+    )
+
+
+def actions(report: dict[str, Any]) -> list[list[str]]:
+    """Drain/cordon commands for rejected nodes (printed; applied only when asked)."""
+    cmds = []
+    for node in sorted(
+        {c["node"] for c in report["culprits"] if c["node"] and c["kind"] in ("gpu", "hca", "node")}
+    ):
+        reason = "; ".join(c["message"] for c in report["culprits"] if c["node"] == node)[:200]
+        cmds.append(
+            ["scontrol", "update", f"nodename={node}", "state=drain", f"reason=rackops: {reason}"]
+        )
+        cmds.append(["kubectl", "cordon", node])
+        cmds.append(
+            [
+                "kubectl",
+                "taint",
+                "nodes",
+                node,
+                "rackops.io/rejected=true:NoSchedule",
+                "--overwrite",
+            ]
+        )
+    return cmds
+
+
+def write_reports(run: RunDir) -> tuple[dict[str, Any], Verdict]:
+    report = build_report(run)
+    records = run.records()
+    run.write_json("report.json", report)
+    (run.path / "junit.xml").write_text(junit(report, records))
+    (run.path / "metrics.prom").write_text(prometheus(report))
+    (run.path / "report.html").write_text(html(report))
+    (run.path / "actions.sh").write_text(
+        "#!/bin/sh\n# Actions for rejected nodes (rackops validate --apply-actions runs them)\n"
+        + "".join(shlex.join(c) + "\n" for c in actions(report))
+    )
+    return report, localise(records)
+
+
+def report_text(path: Path) -> str:
+    return summary(json.loads((path / "report.json").read_text()))

@@ -1,0 +1,391 @@
+"""Run a plan across the rack: per-node stage, RDMA pair rounds, multi-node NCCL.
+
+Each step's raw output is saved and its findings appended to ``results.jsonl`` the moment
+it finishes; a step already in ``results.jsonl`` is not run again (``--resume``).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from rackops.checks.nccl import check_nccl
+from rackops.checks.offline import Context, evaluate
+from rackops.checks.perftest import check_perftest
+from rackops.findings import Finding, Status, Subject, worst
+from rackops.inventory.loader import LoadResult
+from rackops.inventory.model import Cluster
+from rackops.parsers import ParseError, parse
+from rackops.profiles import Profile
+from rackops.suites import Suite
+from rackops.validate.executor import CommandResult, SshExecutor, Target
+from rackops.validate.plan import PERFTEST_PORT, Plan, hca_on_rail
+from rackops.validate.rundir import RunDir
+
+Progress = Callable[[str], None]
+
+
+def _stderr(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def targets_from_inventory(result: LoadResult, cluster: Cluster) -> dict[str, Target]:
+    out = {}
+    for node in cluster.nodes:
+        v = result.hostvars[node.name].values
+        extra = result.hostvars[node.name]
+        become = bool(extra.values.get("ansible_become", False))
+        out[node.name] = Target(
+            node.name,
+            node.address,
+            node.ssh_port,
+            user=v.get("ansible_user"),
+            key_file=v.get("ansible_ssh_private_key_file"),
+            become=become,
+        )
+    return out
+
+
+@dataclass
+class Runner:
+    cluster: Cluster
+    suite: Suite
+    profiles: dict[str, Profile]
+    targets: dict[str, Target]
+    executor: SshExecutor
+    rundir: RunDir
+    concurrency: int = 32
+    lab: bool = False
+    mpirun_args: tuple[str, ...] = ()
+    progress: Progress = _stderr
+
+    def _ctx(self, node: str) -> Context:
+        n = self.cluster.node(node)
+        return Context(self.profiles[n.profile], n, self.cluster, self.suite)
+
+    def _record(
+        self,
+        step_id: str,
+        kind: str,
+        node: str | None,
+        tool: str,
+        result: CommandResult | None,
+        findings: list[Finding],
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        rec: dict[str, Any] = {
+            "id": step_id,
+            "kind": kind,
+            "node": node,
+            "tool": tool,
+            "findings": [f.as_dict() for f in findings],
+            "meta": meta or {},
+        }
+        if result is not None:
+            rec.update(self.rundir.save_output(step_id, result))
+        self.rundir.append(rec)
+
+    # ---------------------------------------------------------------- stage 1
+    def node_stage(self, plan: Plan, done: set[str]) -> set[str]:
+        """Per-node checks on all nodes at once; returns the nodes that were unreachable."""
+        unreachable: set[str] = set()
+        todo = [
+            (n, c) for n in plan.nodes for c in plan.node_checks if f"node/{n}/{c.name}" not in done
+        ]
+        for rec in self.rundir.records():
+            if rec["kind"] == "unreachable":
+                unreachable.add(rec["node"])
+        finished = 0
+
+        def one(item: tuple[str, Any]) -> None:
+            nonlocal finished
+            node, check = item
+            step = f"node/{node}/{check.name}"
+            if node in unreachable:
+                return
+            result = self.executor.run(self.targets[node], check.argv, check.timeout_s)
+            if result.error is not None:
+                if node not in unreachable:
+                    unreachable.add(node)
+                    self._record(
+                        f"unreachable/{node}",
+                        "unreachable",
+                        node,
+                        "ssh",
+                        None,
+                        [
+                            Finding(
+                                "NODE-000",
+                                Status.ERROR,
+                                Subject(node=node),
+                                f"not reachable over SSH: {result.error}",
+                                remediation="check the node is powered, on the network and "
+                                "that its host key and SSH key are right",
+                            )
+                        ],
+                    )
+                return
+            findings = self._judge(node, check.tool, result, check.timeout_s)
+            self._record(step, "node", node, check.tool, result, findings)
+            finished += 1
+
+        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
+            for i, _ in enumerate(pool.map(one, todo), 1):
+                if i % max(1, len(todo) // 10) == 0 or i == len(todo):
+                    self.progress(f"[nodes] {i}/{len(todo)} checks done")
+        return unreachable
+
+    def _judge(self, node: str, tool: str, result: CommandResult, timeout: float) -> list[Finding]:
+        subj = Subject(node=node)
+        if result.timed_out:
+            return [
+                Finding(
+                    "RUN-TIMEOUT",
+                    Status.ERROR,
+                    subj,
+                    f"{' '.join(result.argv)} did not finish in {timeout:g} s; killed",
+                    remediation="the tool hangs: check the driver/daemon it talks to "
+                    "(dmesg, nv-hostengine), then rerun",
+                )
+            ]
+        if result.rc == 127:
+            return [
+                Finding(
+                    "RUN-MISSING",
+                    Status.ERROR,
+                    subj,
+                    f"{result.argv[0]} is not installed ({result.stderr.strip()})",
+                    remediation="run the provisioning playbook for this tool",
+                )
+            ]
+        text = result.stdout
+        if tool in ("perftest", "nccl-tests") or not text.strip():
+            text = result.stdout + "\n" + result.stderr
+        return evaluate(tool, text, self._ctx(node), node)
+
+    # ---------------------------------------------------------------- stage 2
+    def pair_stage(self, plan: Plan, done: set[str], skip: set[str]) -> None:
+        bw = self.suite.checks.perftest_bw
+        if bw is None:
+            return
+        for rnd in plan.rounds:
+            jobs = []
+            for pair in rnd.pairs:
+                for rail in plan.rails:
+                    step = f"pair/{pair.server}-{pair.client}/rail{rail}"
+                    if step in done:
+                        continue
+                    jobs.append((pair.server, pair.client, rail, step))
+            if not jobs:
+                continue
+            with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
+                list(pool.map(lambda j: self._pair(*j, skip=skip), jobs))
+            self.progress(
+                f"[pairs] round {rnd.index + 1}/{len(plan.rounds)} done ({len(jobs)} links)"
+            )
+
+    def _pair(self, server: str, client: str, rail: int, step: str, *, skip: set[str]) -> None:
+        bw = self.suite.checks.perftest_bw
+        assert bw is not None
+        s_node, c_node = self.cluster.node(server), self.cluster.node(client)
+        dev_s, dev_c = hca_on_rail(s_node, rail), hca_on_rail(c_node, rail)
+        hca_c = next(h for h in c_node.hcas if h.rail == rail)
+        hca_s = next(h for h in s_node.hcas if h.rail == rail)
+        subj = Subject(
+            node=client,
+            hca=dev_c,
+            port=1,
+            peer=f"{server}/{dev_s}",
+            switch=hca_c.switch,
+            switch_port=hca_c.port,
+        )
+        meta = {
+            "server": server,
+            "client": client,
+            "rail": rail,
+            "server_hca": dev_s,
+            "client_hca": dev_c,
+            "server_switch_port": f"{hca_s.switch} {hca_s.port}",
+            "client_switch_port": f"{hca_c.switch} {hca_c.port}",
+        }
+        if server in skip or client in skip or dev_s is None or dev_c is None:
+            down = server if server in skip else client
+            self._record(
+                step,
+                "pair",
+                client,
+                "perftest",
+                None,
+                [Finding("PAIR-SKIP", Status.ERROR, subj, f"not run: {down} is unreachable")],
+                meta,
+            )
+            return
+        port = PERFTEST_PORT + rail
+        opts = [
+            "-s",
+            str(bw.message_size_bytes),
+            "-D",
+            str(bw.duration_s),
+            "-q",
+            str(bw.qps),
+            "-F",
+            "--report_gbits",
+            "-p",
+            str(port),
+        ]
+        if bw.bidirectional:
+            opts.append("-b")
+        server_ip = hca_s.address or s_node.address
+        timeout = bw.timeout_s
+        try:
+            handle = self.executor.start(
+                self.targets[server], [bw.tool, "-d", dev_s, *opts], timeout
+            )
+        except Exception as exc:
+            self._record(
+                step,
+                "pair",
+                client,
+                "perftest",
+                None,
+                [Finding("PAIR-000", Status.ERROR, subj, f"server did not start: {exc}")],
+                meta,
+            )
+            return
+        handle.wait_for(b"Waiting for client", 15)
+        result = self.executor.run(
+            self.targets[client], [bw.tool, "-d", dev_c, *opts, server_ip], timeout
+        )
+        server_result = handle.wait(timeout + 10)
+        self.rundir.save_output(step + "/server", server_result)
+        if result.timed_out:
+            findings = [
+                Finding(
+                    "RUN-TIMEOUT",
+                    Status.ERROR,
+                    subj,
+                    f"{bw.tool} did not finish in {timeout:g} s; killed",
+                )
+            ]
+        else:
+            try:
+                parsed = parse("perftest", result.stdout + "\n" + result.stderr)
+                findings = check_perftest(
+                    parsed,
+                    self.profiles[c_node.profile],
+                    subject=subj,
+                    message_size_bytes=bw.message_size_bytes,
+                )
+                row = parsed.row_at(bw.message_size_bytes) if parsed.rows else None
+                meta["bw_gbps"] = getattr(row, "bw_avg_gbps", None)
+            except ParseError as exc:
+                findings = [Finding("PARSE-000", Status.ERROR, subj, f"unreadable: {exc}")]
+        self._record(step, "pair", client, "perftest", result, findings, meta)
+
+    # ---------------------------------------------------------------- stage 3
+    def nccl_stage(self, plan: Plan, done: set[str], exclude: set[str]) -> None:
+        params = self.suite.checks.nccl_multi_node
+        if params is None:
+            return
+        for group in plan.nccl_groups:
+            step = f"nccl/{group.name}"
+            if step in done:
+                continue
+            nodes = [n for n in group.nodes if n not in exclude]
+            if len(nodes) < 2:
+                self._record(
+                    step,
+                    "nccl",
+                    None,
+                    "nccl-tests",
+                    None,
+                    [
+                        Finding(
+                            "NCCL-SKIP",
+                            Status.WARN,
+                            Subject(node=",".join(group.nodes)),
+                            "multi-node NCCL not run: fewer than 2 nodes passed the node and pair "
+                            "stages",
+                        )
+                    ],
+                    {"nodes": nodes},
+                )
+                continue
+            gpus = self.cluster.node(nodes[0]).gpus
+            argv = [
+                "mpirun",
+                "--host",
+                ",".join(f"{n}:{gpus}" for n in nodes),
+                "-np",
+                str(gpus * len(nodes)),
+                *self.mpirun_args,
+            ]
+            if self.cluster.fabric.roce and self.cluster.fabric.roce.nccl_ib_tc:
+                argv += ["-x", f"NCCL_IB_TC={self.cluster.fabric.roce.nccl_ib_tc}"]
+            if self.lab:
+                argv += ["-x", f"RACKOPS_HWSIM_HOSTS={','.join(nodes)}"]
+            argv += [
+                params.collective,
+                "-b",
+                str(params.min_bytes),
+                "-e",
+                str(params.max_bytes),
+                "-f",
+                "2",
+                "-g",
+                "1",
+                "-n",
+                str(params.iterations),
+            ]
+            # The launcher runs as the login user: mpirun refuses root, and ranks need no root.
+            result = self.executor.run(self.targets[nodes[0]], argv, params.timeout_s, become=False)
+            subj = Subject(node=",".join(nodes))
+            if result.error or result.timed_out:
+                findings = [
+                    Finding(
+                        "RUN-TIMEOUT" if result.timed_out else "NCCL-000",
+                        Status.ERROR,
+                        subj,
+                        result.error or "mpirun timed out",
+                    )
+                ]
+            else:
+                try:
+                    parsed = parse("nccl-tests", result.stdout + "\n" + result.stderr)
+                    findings = check_nccl(
+                        parsed,
+                        self.profiles[self.cluster.node(nodes[0]).profile],
+                        node=subj.node,
+                        gate_sizes_bytes=params.gate_sizes_bytes,
+                        multi_node=True,
+                    )
+                except ParseError as exc:
+                    tail = " | ".join(result.stderr.strip().splitlines()[-3:])
+                    findings = [
+                        Finding(
+                            "NCCL-000",
+                            Status.ERROR,
+                            subj,
+                            f"mpirun exited {result.rc} without results ({exc})"
+                            + (f": {tail}" if tail else ""),
+                            remediation="check mpirun can reach every node over SSH "
+                            "as the login user, and rackops_mpirun_args",
+                        )
+                    ]
+            self._record(step, "nccl", nodes[0], "nccl-tests", result, findings, {"nodes": nodes})
+            self.progress(f"[nccl] {group.name}: {worst(findings).value}")
+
+    def run(self, plan: Plan) -> None:
+        done = self.rundir.done_ids()
+        started = time.monotonic()
+        unreachable = self.node_stage(plan, done)
+        self.pair_stage(plan, done, unreachable)
+        from rackops.validate.localise import failing_nodes
+
+        bad = failing_nodes(self.rundir.records()) | unreachable
+        self.nccl_stage(plan, done, bad)
+        self.progress(f"[run] finished in {time.monotonic() - started:.1f} s")
