@@ -108,22 +108,7 @@ def _check(
 ) -> list[Finding]:
     spec, t = profile.gpu, profile.thresholds
     out: list[Finding] = []
-    if len(gpus) != spec.count:
-        present = sorted(g.index for g in gpus)
-        missing = sorted(set(range(spec.count)) - set(present))
-        out.append(
-            Finding(
-                "GPU-001",
-                Status.FAIL,
-                Subject(node=node),
-                f"{len(gpus)} GPUs visible, profile {profile.name} has {spec.count}"
-                + (f" (missing index {', '.join(map(str, missing))})" if missing else ""),
-                observed=len(gpus),
-                expected=spec.count,
-                unit="GPUs",
-                remediation="a GPU fell off the bus: check dmesg for Xid 79, reseat, or RMA",
-            )
-        )
+    out.extend(_count_findings([g.index for g in gpus], spec.count, profile.name, node))
     for g in gpus:
         subj = Subject(node=node, gpu=g.index, gpu_uuid=g.uuid, bus_id=g.bus_id)
         bad: list[Finding] = []
@@ -224,22 +209,43 @@ def _check(
     return out
 
 
-def check_nvlink(parsed: SmiNvlink, profile: Profile, *, node: str | None = None) -> list[Finding]:
-    spec = profile.gpu
-    out = []
-    if len(parsed.gpus) != spec.count:
-        out.append(
+def _count_findings(present: list[int], want: int, profile: str, node: str | None) -> list[Finding]:
+    """GPU count against the profile; a missing index is named as the subject."""
+    if len(present) == want:
+        return []
+    missing = sorted(set(range(want)) - set(present))
+    fix = "a GPU fell off the bus: check dmesg for Xid 79, reseat, or RMA"
+    if missing and len(present) + len(missing) == want:
+        return [
             Finding(
                 "GPU-001",
                 Status.FAIL,
-                Subject(node=node),
-                f"{len(parsed.gpus)} GPUs in nvlink output, expected {spec.count}",
-                len(parsed.gpus),
-                spec.count,
-                "GPUs",
-                "a GPU fell off the bus: check dmesg for Xid 79",
+                Subject(node=node, gpu=i),
+                f"GPU {i} is missing: {len(present)} GPUs visible, profile {profile} has {want}",
+                "absent",
+                "present",
+                None,
+                fix,
             )
+            for i in missing
+        ]
+    return [
+        Finding(
+            "GPU-001",
+            Status.FAIL,
+            Subject(node=node),
+            f"{len(present)} GPUs visible, profile {profile} has {want}",
+            len(present),
+            want,
+            "GPUs",
+            fix,
         )
+    ]
+
+
+def check_nvlink(parsed: SmiNvlink, profile: Profile, *, node: str | None = None) -> list[Finding]:
+    spec = profile.gpu
+    out = _count_findings([g.index for g in parsed.gpus], spec.count, profile.name, node)
     for g in parsed.gpus:
         subj = Subject(node=node, gpu=g.index, gpu_uuid=g.uuid)
         active = [link for link in g.links if link.active]

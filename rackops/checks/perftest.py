@@ -26,9 +26,9 @@ def check_perftest(
     t = profile.thresholds
     if parsed.errors:
         text = "; ".join(parsed.errors)
+        data_path = ("status", "completion", "modify qp", "connect the hca", "retry")
         if any(_CONNECT.search(e) for e in parsed.errors) or (
-            not parsed.rows
-            and not any("status" in e.lower() or "completion" in e.lower() for e in parsed.errors)
+            not parsed.rows and not any(k in e.lower() for e in parsed.errors for k in data_path)
         ):
             return [
                 Finding(

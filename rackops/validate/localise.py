@@ -111,19 +111,24 @@ def localise(records: list[dict[str, Any]]) -> Verdict:
             c.evidence.append({"step": rec["id"], **f})
         warnings += [{"step": rec["id"], **f} for f in _fails(rec, "WARN")]
     node_culprits = {k[0] for k in culprits}
+    bad_hca = {(k[0], k[2]) for k in culprits if k[1] == "hca"}
     for rec in records:
         for f in _fails(rec, "ERROR"):
             node = rec.get("node")
+            m = rec.get("meta", {})
+            ends = [(m.get("server"), m.get("server_hca")), (m.get("client"), m.get("client_hca"))]
+            blamed = next((e for e in ends if e in bad_hca), None)
             if rec["kind"] == "node" and node in node_culprits:
                 first = next(c for k, c in culprits.items() if k[0] == node)
                 first.evidence.append({"step": rec["id"], **f})
-            elif rec["kind"] == "pair" and f["code"] == "PAIR-SKIP":
+            elif rec["kind"] == "pair" and blamed is not None:
+                culprits[(blamed[0], "hca", blamed[1])].evidence.append({"step": rec["id"], **f})
+            elif rec["kind"] == "pair" and ({m.get("server"), m.get("client")} & unreachable):
                 continue  # explained by the unreachable node
             else:
                 errors.append({"step": rec["id"], **f})
 
     # 2. pairs not explained by node-level culprits
-    bad_hca = {(k[0], k[2]) for k in culprits if k[1] == "hca"}
     whole_nodes = {k[0] for k in culprits if k[1] == "node"} | unreachable
     links = []
     for rec in (r for r in records if r["kind"] == "pair"):
@@ -204,6 +209,41 @@ def localise(records: list[dict[str, Any]]) -> Verdict:
             c.evidence = [_pair_evidence(x[2]) for x in failed]
             culprits[(node, "hca", hca)] = c
             explained |= {x[2]["id"] for x in failed}
+
+    # 5b. one end shared by several failing links (slow only with some partners): that end
+    while True:
+        count: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
+        for m, status, rec in links:
+            if status == "FAIL" and rec["id"] not in explained:
+                count[(m["server"], m["rail"])].append(rec)
+                count[(m["client"], m["rail"])].append(rec)
+        if not count:
+            break
+        (node, rail), recs = max(count.items(), key=lambda kv: (len(kv[1]), kv[0]))
+        if len(recs) < 2:
+            break
+        m = recs[0]["meta"]
+        side = "server" if m["server"] == node else "client"
+        sw, port = m[f"{side}_switch_port"].split(maxsplit=1)
+        hca = m[f"{side}_hca"]
+        others = sorted(
+            r["meta"]["client" if r["meta"]["server"] == node else "server"] for r in recs
+        )
+        c = Culprit(
+            "hca",
+            node,
+            f"{node}/{hca} (rail {rail}) is the common end of "
+            f"{len(recs)} failing links (with {', '.join(others)}); its partners pass "
+            f"with others",
+            "reseat or replace the cable/transceiver of this HCA and "
+            "check the switch port; then re-test",
+            hca=hca,
+            switch=sw,
+            switch_port=port,
+        )
+        c.evidence = [_pair_evidence(r) for r in recs]
+        culprits.setdefault((node, "hca", hca), c)
+        explained |= {r["id"] for r in recs}
 
     # 6. what is left: single links
     for m, status, rec in links:
