@@ -137,7 +137,11 @@ class Node:
 
 
 def tool_fault_gate(node, tool):
-    """Faults that change how a tool behaves, not what it reports."""
+    """Faults that change how a tool behaves, not what it reports; and the tool's run time
+    (``hardware.tool_seconds``), so benchmarks see tools that take as long as real ones."""
+    seconds = node.hw.get("tool_seconds", {}).get(tool)
+    if seconds:
+        time.sleep(float(seconds))
     if node.fault("missing", tool=tool):
         sys.stderr.write("%s: command not found\n" % tool)
         sys.exit(127)

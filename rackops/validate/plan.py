@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import overload
 
 from rackops.inventory.model import Cluster, Node
 from rackops.suites import Suite
@@ -40,6 +41,46 @@ class PairRound:
     pairs: tuple[Pair, ...]
 
 
+class RoundRobin(Sequence[PairRound]):
+    """The circle-method rounds of ``nodes``, computed on demand: a 4,096-node plan has
+    4,095 rounds of 2,048 pairs, which would be 8 million objects if built up front."""
+
+    def __init__(self, nodes: Sequence[str]) -> None:
+        self.ring: list[str | None] = list(nodes)
+        if len(self.ring) % 2:
+            self.ring.append(None)
+        self.n = len(self.ring)
+
+    def __len__(self) -> int:
+        return max(0, self.n - 1)
+
+    @overload
+    def __getitem__(self, i: int) -> PairRound: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[PairRound]: ...
+    def __getitem__(self, i: int | slice) -> PairRound | list[PairRound]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        n = self.n
+
+        # position p of round i holds ring[0] for p == 0, else ring[1 + (p - 1 - i) mod (n-1)]
+        def at(p: int) -> str | None:
+            return self.ring[0] if p == 0 else self.ring[1 + (p - 1 - i) % (n - 1)]
+
+        pairs = []
+        for k in range(n // 2):
+            a, b = at(k), at(n - 1 - k)
+            if a is not None and b is not None:
+                pairs.append(Pair(a, b))
+        return PairRound(i, tuple(pairs))
+
+    def pair_count(self) -> int:
+        real = sum(1 for x in self.ring if x is not None)
+        return real * (real - 1) // 2
+
+
 @dataclass(frozen=True)
 class NcclGroup:
     name: str
@@ -51,7 +92,7 @@ class Plan:
     nodes: tuple[str, ...]
     node_checks: tuple[NodeCheck, ...]
     pairing: str
-    rounds: tuple[PairRound, ...]
+    rounds: Sequence[PairRound]
     rails: tuple[int, ...]
     nccl_groups: tuple[NcclGroup, ...]
     estimate_s: float
@@ -62,7 +103,11 @@ class Plan:
             f"  stage 1: per-node checks on all nodes at once: "
             f"{', '.join(c.name for c in self.node_checks)}"
         )
-        pairs = sum(len(r.pairs) for r in self.rounds)
+        pairs = (
+            self.rounds.pair_count()
+            if isinstance(self.rounds, RoundRobin)
+            else sum(len(r.pairs) for r in self.rounds)
+        )
         lines.append(
             f"  stage 2: {len(self.rounds)} pair rounds, {pairs} node pairs × "
             f"{len(self.rails)} rails = {pairs * len(self.rails)} links"
@@ -189,15 +234,16 @@ def make_plan(
     bw = suite.checks.perftest_bw
     mode = pairing or (bw.pairing if bw else "full")
     raw: list[list[tuple[str, str]]] = []
+    rounds: Sequence[PairRound] = ()
     if bw and len(names) > 1:
         if mode == "full":
-            raw = round_robin(names)
-        elif mode == "sample":
-            raw = random_matchings(names, sample_rounds, seed)
+            rounds = RoundRobin(names)
         else:
-            good = [n for n in names if n not in suspects]
-            raw = suspect_rounds(list(suspects), good)
-    rounds = tuple(PairRound(i, tuple(Pair(a, b) for a, b in r)) for i, r in enumerate(raw))
+            if mode == "sample":
+                raw = random_matchings(names, sample_rounds, seed)
+            else:
+                raw = suspect_rounds(list(suspects), [n for n in names if n not in suspects])
+            rounds = tuple(PairRound(i, tuple(Pair(a, b) for a, b in r)) for i, r in enumerate(raw))
     groups: list[NcclGroup] = []
     if suite.checks.nccl_multi_node and len(names) > 1:
         groups.append(NcclGroup("all", tuple(names)))

@@ -19,6 +19,7 @@ from rackops.validate.rundir import RunDir
 
 TEMPLATES = Path(__file__).resolve().parent.parent.parent / "templates"
 STATUS_VALUE = {"OK": 0, "WARN": 1, "ERROR": 2, "FAIL": 3}
+MATRIX_MAX_NODES = 48  # above this, one row per node (its slowest link per rail), not n × n
 
 
 def build_report(run: RunDir) -> dict[str, Any]:
@@ -219,10 +220,17 @@ def html(report: dict[str, Any]) -> str:
     )
     rails = sorted({p["rail"] for p in report["pairs"]})
     nodes = sorted({p["server"] for p in report["pairs"]} | {p["client"] for p in report["pairs"]})
+    matrix = len(nodes) <= MATRIX_MAX_NODES
     heat: dict[int, dict[tuple[str, str], dict[str, Any]]] = {r: {} for r in rails}
+    worst_link: dict[tuple[str, int], dict[str, Any]] = {}
     for p in report["pairs"]:
-        heat[p["rail"]][(p["server"], p["client"])] = p
-        heat[p["rail"]][(p["client"], p["server"])] = p
+        if matrix:
+            heat[p["rail"]][(p["server"], p["client"])] = p
+            heat[p["rail"]][(p["client"], p["server"])] = p
+        for end in (p["server"], p["client"]):
+            cur = worst_link.get((end, p["rail"]))
+            if cur is None or (p.get("bw_gbps") or 0) < (cur.get("bw_gbps") or 0):
+                worst_link[(end, p["rail"])] = p
     checks = sorted({c for n in report["nodes"].values() for c in n})
     return env.get_template("report.html.j2").render(
         r=report,
@@ -230,6 +238,8 @@ def html(report: dict[str, Any]) -> str:
         pair_nodes=nodes,
         heat=heat,
         checks=checks,
+        matrix=matrix,
+        worst_link=worst_link,
         curves=[
             (c["name"], markupsafe.Markup(_svg_curve(c)))  # our own SVG, numbers only
             for c in report["nccl_curves"]

@@ -6,11 +6,12 @@ it finishes; a step already in ``results.jsonl`` is not run again (``--resume``)
 
 from __future__ import annotations
 
+import random
 import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from rackops.checks.nccl import check_nccl
@@ -62,6 +63,9 @@ class Runner:
     lab: bool = False
     mpirun_args: tuple[str, ...] = ()
     progress: Progress = _stderr
+    # Each invocation uses its own perftest ports: a killed run's servers may still hold the
+    # previous ones until their remote timeout fires, and --resume must not collide.
+    port_base: int = field(default_factory=lambda: PERFTEST_PORT + 10 * random.randrange(200))
 
     def _ctx(self, node: str) -> Context:
         n = self.cluster.node(node)
@@ -224,7 +228,7 @@ class Runner:
                 meta,
             )
             return
-        port = PERFTEST_PORT + rail
+        port = self.port_base + rail
         opts = [
             "-s",
             str(bw.message_size_bytes),
