@@ -1,0 +1,191 @@
+"""rackops validate end to end in the lab: a clean rack is accepted; injected faults are
+named exactly; an unreachable node is ERROR for that node only; a hung tool times out and
+the run finishes; a killed run resumed gives the same report as an uninterrupted one."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from test_lab import VENV_BIN, pytestmark  # noqa: F401  (same skip/require rules)
+
+from rackops import lab
+from rackops.lab.lab import LabState, lab_workdir
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@contextmanager
+def lab_with(tmp: Path, nodes: int, scenario: str) -> Iterator[Path]:
+    assert LabState.load(lab_workdir(None)) is None, "a lab is already up: rackops lab down"
+    (tmp / "scenario.yaml").write_text(scenario)
+    inv = tmp / "inv"
+    lab.up(nodes=nodes, scenario=str(tmp / "scenario.yaml"), inventory=str(inv))
+    try:
+        proc = subprocess.run(
+            [str(VENV_BIN / "ansible-playbook"), "-i", str(inv), "playbooks/lab-hardware.yml"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        assert proc.returncode in (0, 4), proc.stdout[-2000:]  # 4: an unreachable node
+        yield inv
+    finally:
+        lab.down()
+
+
+def validate(inv: Path, run: Path, *extra: str) -> tuple[int, dict[str, Any]]:
+    proc = subprocess.run(
+        [
+            str(VENV_BIN / "rackops"),
+            "validate",
+            "-i",
+            str(inv),
+            "--suite",
+            "lab",
+            "--accept-new-host-keys",
+            "--run-dir",
+            str(run),
+            *extra,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc.returncode, json.loads((run / "report.json").read_text())
+
+
+def culprits(report: dict[str, Any]) -> set[tuple[Any, ...]]:
+    return {(c["kind"], c["node"], c["hca"], c["gpu"]) for c in report["culprits"]}
+
+
+def test_clean_rack_is_accepted(tmp_path: Path) -> None:
+    with lab_with(tmp_path, 4, "nodes: {}\n") as inv:
+        rc, report = validate(inv, tmp_path / "run")
+    assert rc == 0 and report["verdict"] == "ACCEPTED"
+    assert report["culprits"] == [] and report["errors"] == [] and report["warnings"] == []
+    assert len(report["pairs"]) == 6 * 8 and all(p["status"] == "OK" for p in report["pairs"])
+    assert all(st == "OK" for checks in report["nodes"].values() for st in checks.values())
+    html = (tmp_path / "run" / "report.html").read_text()
+    assert "ACCEPTED" in html
+
+
+FAULTS = """
+nodes:
+  node02:
+    faults: [{kind: hca_port, hca: mlx5_3, state: Polling}]
+  node03:
+    faults: [{kind: cable_slow, hca: mlx5_1, peers: [node04, node05], bw_gbps: 170}]
+  node04:
+    faults: [{kind: gpu_missing, gpu: 6}]
+  node05:
+    faults: [{kind: dcgm_fail, plugin: memory, gpu: 5, min_level: 2}]
+  node06: {unreachable: true}
+"""
+EXPECTED = {
+    ("hca", "node02", "mlx5_3", None),
+    ("hca", "node03", "mlx5_1", None),
+    ("gpu", "node04", None, 6),
+    ("gpu", "node05", None, 5),
+}
+
+
+def test_injected_faults_are_named_exactly_and_resume_matches(tmp_path: Path) -> None:
+    with lab_with(tmp_path, 6, FAULTS) as inv:
+        rc, report = validate(inv, tmp_path / "full")
+        assert rc == 2 and report["verdict"] == "REJECTED"
+        assert culprits(report) == EXPECTED
+        assert [(e["code"], e["subject"]["node"]) for e in report["errors"]] == [
+            ("NODE-000", "node06")
+        ]
+        judged = set(report["nodes"]) - {"node06"}
+        assert judged == {"node01", "node02", "node03", "node04", "node05"}
+
+        # kill a second run part-way through the pair rounds, then resume it
+        run = tmp_path / "killed"
+        proc = subprocess.Popen(
+            [
+                str(VENV_BIN / "rackops"),
+                "validate",
+                "-i",
+                str(inv),
+                "--suite",
+                "lab",
+                "--accept-new-host-keys",
+                "--run-dir",
+                str(run),
+            ],
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            lines = (
+                (run / "results.jsonl").read_text().count("\n")
+                if (run / "results.jsonl").exists()
+                else 0
+            )
+            if lines >= 60:  # node stage done, some pairs recorded
+                break
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        partial = (run / "results.jsonl").read_text().count("\n")
+        assert 0 < partial < 5 * 8 + 15 * 8 + 2, partial
+        proc2 = subprocess.run(
+            [
+                str(VENV_BIN / "rackops"),
+                "validate",
+                "-i",
+                str(inv),
+                "--suite",
+                "lab",
+                "--accept-new-host-keys",
+                "--resume",
+                str(run),
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=900,
+            check=False,
+        )
+        resumed = json.loads((run / "report.json").read_text())
+    assert proc2.returncode == 2, proc2.stderr
+    for key in ("verdict", "culprits", "errors", "nodes"):
+        strip = (
+            (lambda v: [{k: x for k, x in c.items() if k != "evidence"} for c in v])
+            if key == "culprits"
+            else (lambda v: v)
+        )
+        assert strip(resumed[key]) == strip(report[key]), key
+    key = lambda p: (p["server"], p["client"], p["rail"])  # noqa: E731
+    assert sorted((key(p), p["status"], p.get("bw_gbps")) for p in resumed["pairs"]) == sorted(
+        (key(p), p["status"], p.get("bw_gbps")) for p in report["pairs"]
+    )
+
+
+def test_hung_tool_times_out_and_the_run_finishes(tmp_path: Path) -> None:
+    scenario = "nodes:\n  node01:\n    faults: [{kind: hang, tool: dcgmi}]\n"
+    with lab_with(tmp_path, 2, scenario) as inv:
+        started = time.monotonic()
+        rc, report = validate(inv, tmp_path / "run")
+        elapsed = time.monotonic() - started
+    assert rc == 3 and report["verdict"] == "UNDECIDED"
+    assert [(e["code"], e["subject"]["node"]) for e in report["errors"]] == [
+        ("RUN-TIMEOUT", "node01")
+    ]
+    assert report["culprits"] == []
+    assert elapsed < 120
