@@ -36,8 +36,10 @@ def main() -> None:
             t1 = time.monotonic()
             lab.down()
             downs.append(time.monotonic() - t1)
-        print(f"{n:>5} {statistics.median(ready):>12.1f} {statistics.median(ups):>8.1f} "
-              f"{statistics.median(downs):>8.1f}")
+        print(
+            f"{n:>5} {statistics.median(ready):>12.1f} {statistics.median(ups):>8.1f} "
+            f"{statistics.median(downs):>8.1f}"
+        )
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ ever the bottleneck (it is not: the tools take minutes, parsing takes millisecon
 from __future__ import annotations
 
 import argparse
+import contextlib
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -27,17 +28,17 @@ def main() -> None:
     for tool, text in cases:
         t0 = time.perf_counter()
         for _ in range(args.rounds):
-            try:
+            with contextlib.suppress(ParseError):
                 parse(tool, text)
-            except ParseError:
-                pass
         per_tool[tool].append((time.perf_counter() - t0) / args.rounds)
     total = sum(sum(v) for v in per_tool.values())
     print(f"{'tool':20} {'cases':>5} {'ms/output':>10}")
     for tool, times in sorted(per_tool.items()):
         print(f"{tool:20} {len(times):>5} {1000 * sum(times) / len(times):>10.3f}")
-    print(f"{'all':20} {len(cases):>5} {1000 * total / len(cases):>10.3f}"
-          f"   ({len(cases) / total:.0f} outputs/s on one core)")
+    print(
+        f"{'all':20} {len(cases):>5} {1000 * total / len(cases):>10.3f}"
+        f"   ({len(cases) / total:.0f} outputs/s on one core)"
+    )
 
 
 if __name__ == "__main__":
