@@ -210,6 +210,22 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return verdict.exit_code
 
 
+def _cmd_render(args: argparse.Namespace) -> int:
+    from rackops.inventory import load_inventory
+    from rackops.render import render_all
+
+    cluster = load_inventory(args.inventory).raise_for_errors()
+    out = Path(args.output or f"build/{cluster.name}")
+    written, problems = render_all(cluster, args.inventory, out, args.switch)
+    for d in problems:
+        print(d.human())
+    print(
+        f"rendered {len(written)} files into {out}; {len(problems)} problem(s) on read-back",
+        file=sys.stderr,
+    )
+    return ExitCode.ERRORS if problems else ExitCode.OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="rackops",
@@ -332,6 +348,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="drain/cordon rejected nodes (printed only, by default)",
     )
     val.set_defaults(func=_cmd_validate)
+
+    ren = sub.add_parser(
+        "render",
+        help="render switch QoS/MTU configs and the host side of the same intent",
+        description="Render every switch's config (SONiC config_db.json, NVUE startup YAML and "
+        "nv set commands, EOS CLI, OpenSM partitions for InfiniBand) and each host's QoS "
+        "settings, read each config back and check it. Exit 0 consistent, 2 a rendered config "
+        "breaks a rule (named by switch and port), 64 the design cannot be rendered.",
+    )
+    ren.add_argument("-i", "--inventory", required=True)
+    ren.add_argument("-o", "--output", help="directory (default build/<rack>)")
+    ren.add_argument("--switch", help="render only this switch")
+    ren.set_defaults(func=_cmd_render)
 
     rep = sub.add_parser("report", help="regenerate the reports of a run directory")
     rep.add_argument("run_dir")

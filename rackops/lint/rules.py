@@ -676,6 +676,34 @@ def fabric_manager(ctx: Context) -> Iterator[Diagnostic]:
         )
 
 
+# ------------------------------------------------------------ rendered configs
+
+
+@rule("RND001", "every rendered switch config, read back, agrees with the host intent")
+def rendered_configs(ctx: Context) -> Iterator[Diagnostic]:
+    from rackops.render import render_switch, verify_switch
+    from rackops.render.view import RenderError
+
+    for sw in ctx.cluster.switches:
+        try:
+            files = render_switch(ctx.cluster, sw.name, str(ctx.result.inventory))
+        except RenderError:
+            return  # the design rules above already name why it cannot render
+        problems = verify_switch(ctx.cluster, sw.name, files)
+        if problems:
+            detail = "; ".join(f"{d.code} {d.message}" for d in problems[:3])
+            more = f" (+{len(problems) - 3} more)" if len(problems) > 3 else ""
+            yield ctx.at(
+                "RND001",
+                E,
+                f"{sw.name}: its rendered config breaks the fabric "
+                f"design on {len(problems)} port checks: {detail}{more}; run "
+                f"`rackops render --switch {sw.name}` to see the file",
+                sw.name,
+                "rackops_switch_qos",
+            )
+
+
 # -------------------------------------------------------------- thresholds
 
 

@@ -1,0 +1,121 @@
+"""``rackops render``: switch QoS/MTU configs and the host side of the same intent, from
+one computation, each read back and checked before it is written."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import asdict
+from pathlib import Path
+
+import jinja2
+import yaml
+
+from rackops import __version__
+from rackops.diagnostics import Diagnostic
+from rackops.inventory.model import Cluster
+from rackops.render.verify import READERS, check_ports
+from rackops.render.view import RenderError, host_view, switch_view
+
+TEMPLATES = Path(__file__).resolve().parent.parent.parent / "templates" / "switch"
+FILES = {
+    "sonic": ["config_db.json"],
+    "cumulus": ["startup.yaml", "nv-set.txt"],
+    "eos": ["running-config"],
+    "mlnx-os": ["partitions.conf"],
+}
+PRIMARY = {"sonic": "config_db.json", "cumulus": "startup.yaml", "eos": "running-config"}
+
+
+@functools.cache
+def _env() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
+
+
+def render_switch(cluster: Cluster, name: str, inventory: str) -> dict[str, str]:
+    sw = next((s for s in cluster.switches if s.name == name), None)
+    if sw is None:
+        raise RenderError(f"no switch {name!r} in the inventory")
+    view = switch_view(cluster, sw)
+    header = {
+        "tool": f"rackops {__version__}",
+        "inventory": inventory,
+        "line": f"rendered by rackops {__version__} from {inventory} for {sw.name}; "
+        f"do not edit, re-render",
+    }
+    env = _env()
+    return {
+        f: env.get_template(f"{sw.os}/{f}.j2").render(sw=view, q=view.qos, header=header)
+        for f in FILES[sw.os]
+    }
+
+
+def verify_switch(cluster: Cluster, name: str, files: dict[str, str]) -> list[Diagnostic]:
+    sw = next(s for s in cluster.switches if s.name == name)
+    if sw.os not in PRIMARY:
+        return []
+    ports = READERS[sw.os](files[PRIMARY[sw.os]])
+    host_mtu = max([cluster.fabric.mtu.host, *(n.qos.mtu for n in cluster.nodes if n.qos.mtu)])
+    view = switch_view(cluster, sw)
+    return check_ports(sw.name, ports, view.qos, host_mtu, f"{sw.name}/{PRIMARY[sw.os]}")
+
+
+def render_host(cluster: Cluster, node: str) -> str:
+    v = host_view(cluster, node)
+    q = v.qos
+    data: dict[str, object] = {"node": v.node, "mtu": v.mtu, "netdevs": list(v.netdevs)}
+    if q is not None:
+        vector = ",".join("1" if p in q.pfc_priorities else "0" for p in range(8))
+        data.update(
+            {
+                "mlnx_qos": [
+                    ["mlnx_qos", "-i", nd, "--trust", "dscp", "--pfc", vector] for nd in v.netdevs
+                ],
+                "ecn": {
+                    nd: {
+                        f"roce_np/enable/{q.roce_tc}": 1,
+                        f"roce_rp/enable/{q.roce_tc}": 1,
+                        "roce_np/cnp_dscp": q.cnp_dscp,
+                        "roce_np/cnp_802p_prio": q.cnp_tc,
+                    }
+                    for nd in v.netdevs
+                },
+                "roce_tos": {dev: q.nccl_ib_tc for dev in v.devices},
+                "nccl_env": {"NCCL_IB_TC": str(q.nccl_ib_tc), "NCCL_IB_HCA": ",".join(v.devices)},
+                "intent": asdict(q) | {"dscp_to_tc": None},
+            }
+        )
+    header = f"# rendered by rackops {__version__}: host side of the fabric design for {node}\n"
+    return header + yaml.safe_dump(data, sort_keys=False, width=100)
+
+
+def render_all(
+    cluster: Cluster, inventory: str, out: Path, only: str | None = None
+) -> tuple[list[Path], list[Diagnostic]]:
+    written: list[Path] = []
+    problems: list[Diagnostic] = []
+    for sw in cluster.switches:
+        if only and sw.name != only:
+            continue
+        files = render_switch(cluster, sw.name, inventory)
+        problems += verify_switch(cluster, sw.name, files)
+        files["rendered-by.txt"] = (
+            f"rendered by rackops {__version__} from {inventory} "
+            f"for {sw.name} ({sw.os}); do not edit, re-render\n"
+        )
+        for fname, text in files.items():
+            path = out / "switches" / sw.name / fname
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+            written.append(path)
+    if only is None:
+        for node in cluster.nodes:
+            path = out / "hosts" / f"{node.name}.yaml"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(render_host(cluster, node.name))
+            written.append(path)
+    return written, problems

@@ -1,0 +1,230 @@
+"""Prove a rendered switch config, don't just trust it: read it back (JSON for SONiC, YAML
+for NVUE, a small line reader for the EOS lines rackops emits) into one neutral shape, and
+check the §10 rules per port against the host intent."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from rackops.diagnostics import Diagnostic, Level
+from rackops.render.view import L2_HEADER_BYTES, QosView
+
+
+@dataclass
+class PortConfig:
+    mtu: int | None = None
+    trust_dscp: bool = False
+    dscp_to_tc: dict[int, int] = field(default_factory=dict)
+    pfc: tuple[int, ...] = ()
+    ecn_queue: int | None = None
+    ecn_min: int | None = None
+    ecn_max: int | None = None
+    strict_queues: tuple[int, ...] = ()
+    watchdog: bool = False
+
+
+def read_sonic(text: str) -> dict[str, PortConfig]:
+    db = json.loads(text)
+    out = {}
+    maps = db.get("DSCP_TO_TC_MAP", {})
+    wred = db.get("WRED_PROFILE", {})
+    sched = db.get("SCHEDULER", {})
+    for port, attrs in db.get("PORT", {}).items():
+        pc = PortConfig(mtu=int(attrs["mtu"]) if "mtu" in attrs else None)
+        qm = db.get("PORT_QOS_MAP", {}).get(port)
+        if qm:
+            m = maps.get(qm.get("dscp_to_tc_map", ""), {})
+            pc.trust_dscp = bool(m)
+            pc.dscp_to_tc = {int(k): int(v) for k, v in m.items()}
+            pc.pfc = tuple(int(p) for p in qm.get("pfc_enable", "").split(",") if p)
+            pc.watchdog = port in db.get("PFC_WD", {}) and qm.get("pfcwd_sw_enable") == qm.get(
+                "pfc_enable"
+            )
+        strict = []
+        for key, q in db.get("QUEUE", {}).items():
+            qport, _, qid = key.partition("|")
+            if qport != port:
+                continue
+            if sched.get(q.get("scheduler", ""), {}).get("type") == "STRICT":
+                strict.append(int(qid))
+            prof = wred.get(q.get("wred_profile", ""))
+            if (
+                prof
+                and prof.get("ecn", "ecn_none") != "ecn_none"
+                and prof.get("wred_green_enable") == "true"
+            ):
+                pc.ecn_queue = int(qid)
+                pc.ecn_min = int(prof["green_min_threshold"])
+                pc.ecn_max = int(prof["green_max_threshold"])
+        pc.strict_queues = tuple(sorted(strict))
+        out[port] = pc
+    return out
+
+
+def read_nvue(text: str) -> dict[str, PortConfig]:
+    docs = yaml.safe_load(text)
+    conf: dict[str, Any] = {}
+    for doc in docs or []:
+        conf.update(doc.get("set", {}))
+    qos = conf.get("qos", {})
+    mapping = qos.get("mapping", {}).get("default-global", {})
+    trust = mapping.get("trust") in ("l3", "both")
+    table = {d >> 0: d >> 3 for d in range(64)} if trust else {}
+    for dscp, v in (mapping.get("dscp") or {}).items():
+        table[int(dscp)] = int(v["switch-priority"])
+    pfc = tuple(
+        sorted(
+            int(p)
+            for p in (qos.get("pfc", {}).get("default-global", {}).get("switch-priority") or {})
+        )
+    )
+    ecn_tc = mn = mx = None
+    for tc, v in (
+        qos.get("congestion-control", {}).get("default-global", {}).get("traffic-class") or {}
+    ).items():
+        if v.get("ecn") == "enable":
+            ecn_tc, mn, mx = int(tc), int(v["min-threshold"]), int(v["max-threshold"])
+    strict = tuple(
+        sorted(
+            int(tc)
+            for tc, v in (
+                qos.get("egress-scheduler", {}).get("default-global", {}).get("traffic-class") or {}
+            ).items()
+            if v.get("mode") == "strict"
+        )
+    )
+    out = {}
+    for port, v in (conf.get("interface") or {}).items():
+        wd = bool((v.get("qos") or {}).get("pfc-watchdog", {}).get("state") == "enabled")
+        out[port] = PortConfig(
+            mtu=(v.get("link") or {}).get("mtu"),
+            trust_dscp=trust,
+            dscp_to_tc=dict(table),
+            pfc=pfc,
+            ecn_queue=ecn_tc,
+            ecn_min=mn,
+            ecn_max=mx,
+            strict_queues=strict,
+            watchdog=wd,
+        )
+    return out
+
+
+_EOS_MAP = re.compile(r"^qos map dscp (\d+) to traffic-class (\d+)$")
+_EOS_ECN = re.compile(
+    r"random-detect ecn minimum-threshold (\d+) bytes maximum-threshold "
+    r"(\d+) bytes"
+)
+
+
+def read_eos(text: str) -> dict[str, PortConfig]:
+    table = {d: d >> 3 for d in range(64)}
+    profile = PortConfig()
+    watchdog_global = False
+    ports: dict[str, PortConfig] = {}
+    section: str | None = None
+    queue: int | None = None
+    current: str | None = None
+    for raw in text.splitlines():
+        if raw.startswith("!") or not raw.strip():
+            continue
+        line = raw.strip()
+        indent = len(raw) - len(raw.lstrip())
+        if indent == 0:
+            section, current, queue = line, None, None
+            if m := _EOS_MAP.match(line):
+                table[int(m.group(1))] = int(m.group(2))
+            elif line.startswith("priority-flow-control pause watchdog default timeout"):
+                watchdog_global = True
+            elif line.startswith("interface "):
+                current = line.split()[1]
+                ports[current] = PortConfig()
+            continue
+        if section == "qos profile ROCE_LOSSLESS":
+            if line == "qos trust dscp":
+                profile.trust_dscp = True
+            elif m := re.match(r"priority-flow-control priority (\d+) no-drop", line):
+                profile.pfc = (*profile.pfc, int(m.group(1)))
+            elif m := re.match(r"uc-tx-queue (\d+)", line):
+                queue = int(m.group(1))
+            elif (m := _EOS_ECN.search(line)) and queue is not None:
+                profile.ecn_queue, profile.ecn_min, profile.ecn_max = (
+                    queue,
+                    int(m.group(1)),
+                    int(m.group(2)),
+                )
+            elif line == "priority strict" and queue is not None:
+                profile.strict_queues = (*profile.strict_queues, queue)
+        elif current is not None:
+            if line.startswith("mtu "):
+                ports[current].mtu = int(line.split()[1])
+            elif line == "service-profile ROCE_LOSSLESS":
+                ports[current].trust_dscp = profile.trust_dscp
+                ports[current].dscp_to_tc = dict(table)
+                ports[current].pfc = profile.pfc
+                ports[current].ecn_queue = profile.ecn_queue
+                ports[current].ecn_min, ports[current].ecn_max = profile.ecn_min, profile.ecn_max
+                ports[current].strict_queues = profile.strict_queues
+                ports[current].watchdog = watchdog_global
+    return ports
+
+
+READERS = {"sonic": read_sonic, "cumulus": read_nvue, "eos": read_eos}
+
+
+def check_ports(
+    switch: str,
+    ports: dict[str, PortConfig],
+    q: QosView | None,
+    host_mtu: int,
+    path: str | None = None,
+) -> list[Diagnostic]:
+    out: list[Diagnostic] = []
+
+    def err(code: str, port: str, msg: str) -> None:
+        out.append(
+            Diagnostic(code, Level.ERROR, f"{switch} port {port}: {msg}", path, None, switch, port)
+        )
+
+    for port, pc in ports.items():
+        need = host_mtu + L2_HEADER_BYTES
+        if pc.mtu is None or pc.mtu < need:
+            err("C-22", port, f"MTU {pc.mtu} < host MTU {host_mtu} + {L2_HEADER_BYTES} = {need}")
+        if q is None:
+            continue
+        if not pc.trust_dscp:
+            err("C-06", port, "does not classify on DSCP")
+        tc = pc.dscp_to_tc.get(q.roce_dscp)
+        if tc != q.roce_tc:
+            err(
+                "C-07",
+                port,
+                f"RoCE DSCP {q.roce_dscp} maps to TC {tc}, host intent is {q.roce_tc} (lossless)",
+            )
+        cnp = pc.dscp_to_tc.get(q.cnp_dscp)
+        if cnp != q.cnp_tc or cnp not in pc.strict_queues:
+            err(
+                "C-08",
+                port,
+                f"CNP DSCP {q.cnp_dscp} maps to TC {cnp}; expected strict queue "
+                f"{q.cnp_tc} (strict queues {list(pc.strict_queues)})",
+            )
+        if q.cnp_tc in pc.pfc:
+            err("C-14", port, f"PFC on the CNP priority {q.cnp_tc}")
+        if tuple(p for p in pc.pfc if p != q.cnp_tc) != (q.roce_tc,):
+            err("C-13", port, f"PFC on {list(pc.pfc)}, expected exactly [{q.roce_tc}]")
+        if pc.ecn_queue != q.roce_tc or not pc.ecn_min or not pc.ecn_max or pc.ecn_min > pc.ecn_max:
+            err(
+                "C-18",
+                port,
+                f"ECN on queue {pc.ecn_queue} ({pc.ecn_min}..{pc.ecn_max} B); "
+                f"expected queue {q.roce_tc} with 0 < min <= max",
+            )
+        if q.watchdog and not pc.watchdog:
+            err("C-16", port, "PFC is on but the PFC watchdog is not")
+    return out

@@ -1,0 +1,170 @@
+"""The per-switch view the templates get: its ports (host-facing or fabric), the MTU and
+the QoS intent computed once from the design — never raw inventory. The host side of the
+same intent (mlnx_qos, ECN, ToS, NCCL) is computed here too, so roles and switches are fed
+from one computation."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rackops.errors import RackopsError
+from rackops.inventory.model import Cluster, Switch
+
+L2_HEADER_BYTES = 18
+
+
+class RenderError(RackopsError):
+    """The design cannot be rendered into a consistent configuration."""
+
+
+@dataclass(frozen=True)
+class PortView:
+    name: str
+    kind: str  # "host" | "fabric"
+    peer: str  # "node01/mlx5_0"
+    speed_gbps: int
+
+
+@dataclass(frozen=True)
+class QosView:
+    roce_dscp: int
+    roce_tc: int
+    cnp_dscp: int
+    cnp_tc: int
+    pfc_priorities: tuple[int, ...]
+    dscp_to_tc: tuple[int, ...]  # all 64 DSCPs
+    ecn_min_bytes: int
+    ecn_max_bytes: int
+    ecn_probability_pct: int
+    watchdog: bool
+    watchdog_detect_ms: int
+    watchdog_restore_ms: int
+    watchdog_action: str
+    nccl_ib_tc: int
+
+
+@dataclass(frozen=True)
+class SwitchView:
+    name: str
+    os: str
+    role: str
+    rail: int | None
+    mtu: int
+    ports: tuple[PortView, ...]
+    fabric: str  # infiniband | roce
+    qos: QosView | None
+    ib_mtu: int | None
+
+
+@dataclass(frozen=True)
+class HostView:
+    node: str
+    netdevs: tuple[str, ...]
+    devices: tuple[str, ...]
+    mtu: int
+    qos: QosView | None
+
+
+def qos_view(cluster: Cluster) -> QosView | None:
+    roce = cluster.fabric.roce
+    if cluster.fabric.type != "roce" or roce is None:
+        return None
+    problems = []
+    if roce.dscp == roce.cnp_dscp:
+        problems.append(f"RoCE and CNP share DSCP {roce.dscp}: they need separate classes")
+    if roce.priority == roce.cnp_priority:
+        problems.append(
+            f"RoCE and CNP share priority {roce.priority}: CNP must be strict and "
+            f"lossy, RoCE lossless"
+        )
+    if roce.cnp_priority in roce.pfc_priorities:
+        problems.append(f"PFC on the CNP priority {roce.cnp_priority}: CNP must never be paused")
+    if tuple(roce.pfc_priorities) != (roce.priority,):
+        problems.append(
+            f"PFC priorities {list(roce.pfc_priorities)}: exactly [{roce.priority}] "
+            f"(the RoCE priority) is lossless"
+        )
+    if not roce.nccl_ib_tc or roce.nccl_ib_tc >> 2 != roce.dscp:
+        problems.append(f"nccl_ib_tc {roce.nccl_ib_tc} does not carry DSCP {roce.dscp}")
+    if problems:
+        raise RenderError("refusing to render: " + "; ".join(problems))
+    table = [0] * 64
+    table[roce.dscp] = roce.priority
+    table[roce.cnp_dscp] = roce.cnp_priority
+    wd = roce.pfc_watchdog
+    return QosView(
+        roce.dscp,
+        roce.priority,
+        roce.cnp_dscp,
+        roce.cnp_priority,
+        tuple(roce.pfc_priorities),
+        tuple(table),
+        roce.ecn.min_threshold_bytes,
+        roce.ecn.max_threshold_bytes,
+        roce.ecn.mark_probability_pct,
+        wd.enabled,
+        wd.detection_time_ms,
+        wd.restoration_time_ms,
+        wd.action,
+        roce.nccl_ib_tc or 0,  # checked non-zero above
+    )
+
+
+def switch_view(cluster: Cluster, sw: Switch, rate_gbps: int = 400) -> SwitchView:
+    fabric = cluster.fabric
+    mtu = sw.mtu or fabric.mtu.switch
+    qos = qos_view(cluster)
+    if qos is not None and (sw.qos.dscp_to_tc or sw.qos.pfc_priorities is not None):
+        # per-switch overrides are rendered as given; verification then names the switch
+        table = list(qos.dscp_to_tc)
+        for dscp, tc in sw.qos.dscp_to_tc.items():
+            table[dscp] = tc
+        qos = QosView(
+            **{
+                **qos.__dict__,
+                "dscp_to_tc": tuple(table),
+                "pfc_priorities": sw.qos.pfc_priorities or qos.pfc_priorities,
+            }
+        )
+    if fabric.type == "roce":
+        need = (
+            max([fabric.mtu.host, *(n.qos.mtu for n in cluster.nodes if n.qos.mtu)])
+            + L2_HEADER_BYTES
+            + (4 if fabric.mtu.vlan_tagged else 0)
+        )
+        if mtu < need:
+            raise RenderError(
+                f"refusing to render {sw.name}: switch MTU {mtu} < host MTU + L2 headers = {need}"
+            )
+    cabled = {
+        (h.port): f"{n.name}/{h.device}"
+        for n in cluster.nodes
+        for h in n.hcas
+        if h.switch == sw.name
+    }
+    ports = tuple(
+        PortView(p, "host" if p in cabled else "fabric", cabled.get(p, "uplink"), rate_gbps)
+        for p in sw.ports
+    )
+    return SwitchView(
+        sw.name,
+        sw.os,
+        sw.role,
+        sw.rail,
+        mtu,
+        ports,
+        fabric.type,
+        qos if sw.os != "mlnx-os" else None,
+        fabric.mtu.ib,
+    )
+
+
+def host_view(cluster: Cluster, node_name: str) -> HostView:
+    node = cluster.node(node_name)
+    return HostView(
+        node.name,
+        tuple(h.netdev for h in node.hcas),
+        tuple(h.device for h in node.hcas),
+        node.qos.mtu or cluster.fabric.mtu.host,
+        qos_view(cluster),
+    )

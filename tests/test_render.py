@@ -1,0 +1,243 @@
+"""Switch and host configs rendered from the design: golden files, read-back checks, random
+legal designs always consistent, illegal designs refused with the reason."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import Rack
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rackops.cli import main
+from rackops.inventory import load_inventory
+from rackops.inventory.model import Cluster
+from rackops.lint import lint_inventory
+from rackops.render import render_all, render_switch, verify_switch
+from rackops.render.view import RenderError
+
+ROOT = Path(__file__).resolve().parent.parent
+GOLDEN = Path(__file__).parent / "golden" / "render"
+ROCE = load_inventory(ROOT / "inventories/example-roce").raise_for_errors()
+
+SONIC_TABLES = {
+    "DEVICE_METADATA",
+    "PORT",
+    "DSCP_TO_TC_MAP",
+    "TC_TO_PRIORITY_GROUP_MAP",
+    "TC_TO_QUEUE_MAP",
+    "MAP_PFC_PRIORITY_TO_QUEUE",
+    "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP",
+    "SCHEDULER",
+    "WRED_PROFILE",
+    "PORT_QOS_MAP",
+    "QUEUE",
+    "BUFFER_PG",
+    "PFC_WD",
+}
+QOS_MAP_FIELDS = {
+    "dscp_to_tc_map",
+    "tc_to_pg_map",
+    "tc_to_queue_map",
+    "pfc_to_queue_map",
+    "pfc_to_pg_map",
+    "pfc_enable",
+    "pfcwd_sw_enable",
+}
+EOS_LINES = [
+    re.compile(p)
+    for p in (
+        r"^!.*$",
+        r"^qos map dscp \d+ to traffic-class \d$",
+        r"^priority-flow-control pause watchdog default (timeout|recovery-time) \d+\.\d\d$",
+        r"^priority-flow-control pause watchdog action (drop|no-drop)$",
+        r"^qos profile ROCE_LOSSLESS$",
+        r"^   qos trust dscp$",
+        r"^   priority-flow-control on$",
+        r"^   priority-flow-control priority \d no-drop$",
+        r"^   !$",
+        r"^   uc-tx-queue \d$",
+        r"^      bandwidth percent \d+$",
+        r"^      random-detect ecn minimum-threshold \d+ bytes maximum-threshold \d+ bytes "
+        r"max-mark-probability \d+ weight 0$",
+        r"^      priority strict$",
+        r"^interface Ethernet\d+(/\d+)*$",
+        r"^   description \S+$",
+        r"^   mtu \d+$",
+        r"^   service-profile ROCE_LOSSLESS$",
+    )
+]
+
+
+@pytest.mark.parametrize("rack", ["example-roce", "example-ib"])
+def test_golden_files(rack: str, tmp_path: Path) -> None:
+    cluster = load_inventory(ROOT / "inventories" / rack).raise_for_errors()
+    written, problems = render_all(cluster, f"inventories/{rack}", tmp_path)
+    assert problems == []
+    expected = sorted(
+        p.relative_to(GOLDEN / rack) for p in (GOLDEN / rack).rglob("*") if p.is_file()
+    )
+    assert sorted(p.relative_to(tmp_path) for p in written) == expected
+    for rel in expected:
+        assert (tmp_path / rel).read_bytes() == (GOLDEN / rack / rel).read_bytes(), rel
+
+
+def test_every_os_is_rendered_for_example_roce(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    assert main(["render", "-i", str(ROOT / "inventories/example-roce"), "-o", str(tmp_path)]) == 0
+    assert (tmp_path / "switches/leaf-r0/config_db.json").exists()
+    assert (tmp_path / "switches/leaf-r3/startup.yaml").exists()
+    assert (tmp_path / "switches/leaf-r6/running-config").exists()
+    host = yaml.safe_load((tmp_path / "hosts/node01.yaml").read_text())
+    assert host["nccl_env"]["NCCL_IB_TC"] == "106"
+    assert host["mlnx_qos"][0][-1] == "0,0,0,1,0,0,0,0"
+
+
+def _shapes_ok(files: dict[str, str], os_name: str) -> None:
+    if os_name == "sonic":
+        db = json.loads(files["config_db.json"])
+        assert set(db) <= SONIC_TABLES
+        for port, fields in db["PORT_QOS_MAP"].items():
+            assert set(fields) <= QOS_MAP_FIELDS
+            if port != "global":
+                assert re.fullmatch(r"([0-7](,[0-7])*)?", fields["pfc_enable"])
+        assert all(v in ("ecn_all",) for v in (p["ecn"] for p in db["WRED_PROFILE"].values()))
+    elif os_name == "cumulus":
+        docs = yaml.safe_load(files["startup.yaml"])
+        assert isinstance(docs, list) and all(set(d) == {"set"} for d in docs)
+    elif os_name == "eos":
+        for line in files["running-config"].splitlines():
+            assert any(p.match(line) for p in EOS_LINES), line
+
+
+def _design(
+    dscp: int,
+    cnp_dscp: int,
+    prio: int,
+    cnp_prio: int,
+    host_mtu: int,
+    slack: int,
+    ecn_min: int,
+    ecn_span: int,
+) -> Cluster:
+    f = ROCE.fabric
+    assert f.roce is not None
+    roce = f.roce.model_copy(
+        update={
+            "dscp": dscp,
+            "cnp_dscp": cnp_dscp,
+            "priority": prio,
+            "cnp_priority": cnp_prio,
+            "pfc_priorities": (prio,),
+            "nccl_ib_tc": dscp << 2 | 2,
+            "ecn": f.roce.ecn.model_copy(
+                update={"min_threshold_bytes": ecn_min, "max_threshold_bytes": ecn_min + ecn_span}
+            ),
+        }
+    )
+    mtu = f.mtu.model_copy(update={"host": host_mtu, "switch": min(9216, host_mtu + 18 + slack)})
+    switches = tuple(s.model_copy(update={"mtu": None}) for s in ROCE.switches)
+    return ROCE.model_copy(
+        update={"fabric": f.model_copy(update={"roce": roce, "mtu": mtu}), "switches": switches}
+    )
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    dscp=st.integers(0, 63),
+    cnp_dscp=st.integers(0, 63),
+    prio=st.integers(0, 7),
+    cnp_prio=st.integers(0, 7),
+    host_mtu=st.integers(4200, 9198),
+    slack=st.integers(0, 100),
+    ecn_min=st.integers(1, 2_000_000),
+    ecn_span=st.integers(0, 2_000_000),
+)
+def test_random_legal_designs_render_consistently(
+    dscp: int,
+    cnp_dscp: int,
+    prio: int,
+    cnp_prio: int,
+    host_mtu: int,
+    slack: int,
+    ecn_min: int,
+    ecn_span: int,
+) -> None:
+    if dscp == cnp_dscp or prio == cnp_prio:
+        return  # illegal: covered below
+    cluster = _design(dscp, cnp_dscp, prio, cnp_prio, host_mtu, slack, ecn_min, ecn_span)
+    for sw in cluster.switches:
+        files = render_switch(cluster, sw.name, "random")
+        assert render_switch(cluster, sw.name, "random") == files  # deterministic
+        _shapes_ok(files, sw.os)
+        assert verify_switch(cluster, sw.name, files) == []
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "reason"),
+    [
+        ({"dscp": 26, "cnp_dscp": 26}, "share DSCP 26"),
+        ({"prio": 3, "cnp_prio": 3}, "share priority 3"),
+    ],
+)
+def test_illegal_designs_are_refused(kwargs: dict[str, int], reason: str) -> None:
+    args = {
+        "dscp": 26,
+        "cnp_dscp": 48,
+        "prio": 3,
+        "cnp_prio": 6,
+        "host_mtu": 9000,
+        "slack": 198,
+        "ecn_min": 150000,
+        "ecn_span": 1350000,
+    } | kwargs
+    cluster = _design(**args)
+    with pytest.raises(RenderError, match=reason):
+        render_switch(cluster, "leaf-r0", "x")
+
+
+def test_pfc_on_cnp_and_small_mtu_are_refused(roce: Rack) -> None:
+    roce.set("group_vars/all/fabric.yml", "rackops_fabric.roce.pfc_priorities", [3, 6])
+    result = load_inventory(roce.path)
+    assert result.cluster is not None
+    with pytest.raises(RenderError, match="PFC on the CNP priority 6"):
+        render_switch(result.cluster, "leaf-r0", "x")
+    roce.set("group_vars/all/fabric.yml", "rackops_fabric.roce.pfc_priorities", [3])
+    roce.hostvar("leaf-r3", "rackops_switch_mtu", 9000)
+    result = load_inventory(roce.path)
+    assert result.cluster is not None
+    with pytest.raises(RenderError, match=r"MTU 9000 < host MTU \+ L2 headers = 9018"):
+        render_switch(result.cluster, "leaf-r3", "x")
+
+
+def test_switch_override_breaking_intent_is_named_by_switch_and_port(
+    roce: Rack, tmp_path: Path
+) -> None:
+    roce.hostvar("leaf-r0", "rackops_switch_qos", {"dscp_to_tc": {26: 1}})
+    result = load_inventory(roce.path)
+    assert result.cluster is not None
+    _, problems = render_all(result.cluster, "x", tmp_path, "leaf-r0")
+    assert {(d.code, d.subject, d.key) for d in problems} == {
+        ("C-07", "leaf-r0", p) for p in ("Ethernet0", "Ethernet8", "Ethernet16", "Ethernet24")
+    }
+    report = lint_inventory(roce.path)
+    assert "RND001" in {d.code for d in report.diagnostics}
+    assert (
+        main(["render", "-i", str(roce.path), "-o", str(tmp_path / "o"), "--switch", "leaf-r0"])
+        == 2
+    )
+
+
+def test_render_cli_refuses_an_unrenderable_design(
+    roce: Rack, capsys: pytest.CaptureFixture[str]
+) -> None:
+    roce.set("group_vars/all/fabric.yml", "rackops_fabric.roce.cnp_dscp", 26)
+    assert main(["render", "-i", str(roce.path)]) == 64
+    assert "share DSCP 26" in capsys.readouterr().err
+    shutil.rmtree(ROOT / "build" / roce.path.name, ignore_errors=True)
