@@ -303,6 +303,13 @@ CASES = [
         ("580.95.04", "580.95.05", "rackops_versions.fabric_manager"),
     ),
     Case(
+        "RND001",
+        "example-roce",
+        hv("leaf-r0", "rackops_switch_qos", {"dscp_to_tc": {26: 1}}),
+        "RND001",
+        ("leaf-r0", "Ethernet0", "C-07"),
+    ),
+    Case(
         "THR001",
         "example-roce",
         _profile_above_peak,
@@ -395,7 +402,8 @@ def test_broken_inventory_one_line_each(
     out, err = capsys.readouterr()
     assert rc == code
     assert "Traceback" not in out + err
-    lines = [line for line in out.splitlines() if f" {rule_code} " in line]
+    lines = [line for line in out.splitlines()
+             if line.partition(": ")[2].split()[1:2] == [rule_code]]
     assert lines, out
     assert needle in lines[0]
     # file:line: LEVEL CODE message
