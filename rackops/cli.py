@@ -215,6 +215,23 @@ def _cmd_render(args: argparse.Namespace) -> int:
     from rackops.render import render_all
 
     cluster = load_inventory(args.inventory).raise_for_errors()
+    if args.diff:
+        from rackops.render import PRIMARY, render_switch
+        from rackops.render.verify import READERS, diff_ports
+
+        sw = cluster.switch(args.switch or "")
+        if sw is None or sw.os not in PRIMARY:
+            raise RackopsError("--diff needs --switch NAME of a SONiC, Cumulus or EOS switch")
+        rendered = READERS[sw.os](render_switch(cluster, sw.name, args.inventory)[PRIMARY[sw.os]])
+        try:
+            running = READERS[sw.os](_read_input(args.diff))
+        except Exception as exc:
+            raise InputError(f"{args.diff}: cannot read as {sw.os} config: {exc}") from exc
+        lines = diff_ports(rendered, running)
+        for line in lines:
+            print(f"{sw.name} {line}")
+        print(f"{sw.name}: {len(lines)} difference(s) a push would make", file=sys.stderr)
+        return ExitCode.WARNINGS if lines else ExitCode.OK
     out = Path(args.output or f"build/{cluster.name}")
     written, problems = render_all(cluster, args.inventory, out, args.switch)
     for d in problems:
@@ -360,6 +377,13 @@ def build_parser() -> argparse.ArgumentParser:
     ren.add_argument("-i", "--inventory", required=True)
     ren.add_argument("-o", "--output", help="directory (default build/<rack>)")
     ren.add_argument("--switch", help="render only this switch")
+    ren.add_argument(
+        "--diff",
+        metavar="RUNNING_CONFIG",
+        help="with --switch: compare with a config saved from the switch (SONiC "
+        "config_db.json, `nv config show -o yaml`, EOS `show running-config`); "
+        "exit 1 if a push would change QoS/MTU",
+    )
     ren.set_defaults(func=_cmd_render)
 
     rep = sub.add_parser("report", help="regenerate the reports of a run directory")

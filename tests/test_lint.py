@@ -402,8 +402,9 @@ def test_broken_inventory_one_line_each(
     out, err = capsys.readouterr()
     assert rc == code
     assert "Traceback" not in out + err
-    lines = [line for line in out.splitlines()
-             if line.partition(": ")[2].split()[1:2] == [rule_code]]
+    lines = [
+        line for line in out.splitlines() if line.partition(": ")[2].split()[1:2] == [rule_code]
+    ]
     assert lines, out
     assert needle in lines[0]
     # file:line: LEVEL CODE message

@@ -241,3 +241,43 @@ def test_render_cli_refuses_an_unrenderable_design(
     assert main(["render", "-i", str(roce.path)]) == 64
     assert "share DSCP 26" in capsys.readouterr().err
     shutil.rmtree(ROOT / "build" / roce.path.name, ignore_errors=True)
+
+
+def test_diff_against_running_config_names_what_a_push_changes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    golden = GOLDEN / "example-roce" / "switches"
+    db = json.loads((golden / "leaf-r0" / "config_db.json").read_text())
+    db["PORT_QOS_MAP"]["Ethernet8"]["pfc_enable"] = "3,4"
+    db["PORT"]["Ethernet16"]["mtu"] = "9100"
+    (tmp_path / "running.json").write_text(json.dumps(db))
+    inv = str(ROOT / "inventories/example-roce")
+    assert (
+        main(["render", "-i", inv, "--switch", "leaf-r0", "--diff", str(tmp_path / "running.json")])
+        == 1
+    )
+    out = capsys.readouterr().out.splitlines()
+    assert "leaf-r0 Ethernet8: pfc (3, 4) -> (3,)" in out
+    assert "leaf-r0 Ethernet16: mtu 9100 -> 9216" in out
+    eos = (
+        (golden / "leaf-r6" / "running-config")
+        .read_text()
+        .replace("qos map dscp 26 to traffic-class 3", "qos map dscp 26 to traffic-class 1")
+    )
+    (tmp_path / "eos.txt").write_text(eos)
+    assert (
+        main(["render", "-i", inv, "--switch", "leaf-r6", "--diff", str(tmp_path / "eos.txt")]) == 1
+    )
+    assert "leaf-r6 Ethernet1/1: DSCP 26 -> TC 1 becomes 3" in capsys.readouterr().out
+    same = main(
+        [
+            "render",
+            "-i",
+            inv,
+            "--switch",
+            "leaf-r3",
+            "--diff",
+            str(golden / "leaf-r3" / "startup.yaml"),
+        ]
+    )
+    assert same == 0

@@ -124,6 +124,7 @@ _EOS_ECN = re.compile(
 
 def read_eos(text: str) -> dict[str, PortConfig]:
     table = {d: d >> 3 for d in range(64)}
+    profiles: dict[str, PortConfig] = {}
     profile = PortConfig()
     watchdog_global = False
     ports: dict[str, PortConfig] = {}
@@ -144,8 +145,10 @@ def read_eos(text: str) -> dict[str, PortConfig]:
             elif line.startswith("interface "):
                 current = line.split()[1]
                 ports[current] = PortConfig()
+            elif line.startswith("qos profile "):
+                profile = profiles.setdefault(line.split()[2], PortConfig())
             continue
-        if section == "qos profile ROCE_LOSSLESS":
+        if section is not None and section.startswith("qos profile "):
             if line == "qos trust dscp":
                 profile.trust_dscp = True
             elif m := re.match(r"priority-flow-control priority (\d+) no-drop", line):
@@ -163,7 +166,8 @@ def read_eos(text: str) -> dict[str, PortConfig]:
         elif current is not None:
             if line.startswith("mtu "):
                 ports[current].mtu = int(line.split()[1])
-            elif line == "service-profile ROCE_LOSSLESS":
+            elif line.startswith("service-profile ") and line.split()[1] in profiles:
+                profile = profiles[line.split()[1]]
                 ports[current].trust_dscp = profile.trust_dscp
                 ports[current].dscp_to_tc = dict(table)
                 ports[current].pfc = profile.pfc
@@ -227,4 +231,38 @@ def check_ports(
             )
         if q.watchdog and not pc.watchdog:
             err("C-16", port, "PFC is on but the PFC watchdog is not")
+    return out
+
+
+FIELDS = (
+    "mtu",
+    "trust_dscp",
+    "pfc",
+    "ecn_queue",
+    "ecn_min",
+    "ecn_max",
+    "strict_queues",
+    "watchdog",
+)
+
+
+def diff_ports(rendered: dict[str, PortConfig], running: dict[str, PortConfig]) -> list[str]:
+    """The QoS/MTU differences a push would make, one line per port and field."""
+    out = []
+    for port in sorted(set(rendered) | set(running)):
+        want, have = rendered.get(port), running.get(port)
+        if want is None:
+            out.append(f"{port}: on the switch, not in the design (left as is)")
+            continue
+        if have is None:
+            out.append(f"{port}: missing on the switch; would be configured")
+            continue
+        for f in FIELDS:
+            a, b = getattr(have, f), getattr(want, f)
+            if a != b:
+                out.append(f"{port}: {f} {a!r} -> {b!r}")
+        for dscp in sorted(set(want.dscp_to_tc) | set(have.dscp_to_tc)):
+            a, b = have.dscp_to_tc.get(dscp), want.dscp_to_tc.get(dscp)
+            if a != b:
+                out.append(f"{port}: DSCP {dscp} -> TC {a} becomes {b}")
     return out
