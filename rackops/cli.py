@@ -243,6 +243,23 @@ def _cmd_render(args: argparse.Namespace) -> int:
     return ExitCode.ERRORS if problems else ExitCode.OK
 
 
+def _cmd_provision(args: argparse.Namespace) -> int:
+    import subprocess
+
+    playbook = Path(__file__).resolve().parent.parent / "playbooks" / "provision.yml"
+    ansible = Path(sys.executable).with_name("ansible-playbook")
+    cmd = [
+        str(ansible) if ansible.exists() else "ansible-playbook",
+        "-i",
+        args.inventory,
+        str(playbook),
+        *(["--check", "--diff"] if args.check else []),
+        *args.ansible_args,
+    ]
+    print("rackops: " + " ".join(cmd), file=sys.stderr)
+    return subprocess.run(cmd, check=False).returncode
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="rackops",
@@ -385,6 +402,18 @@ def build_parser() -> argparse.ArgumentParser:
         "exit 1 if a push would change QoS/MTU",
     )
     ren.set_defaults(func=_cmd_render)
+
+    prov = sub.add_parser(
+        "provision",
+        help="run playbooks/provision.yml (OFED, driver stack, GPU Operator prerequisites)",
+        description="A thin wrapper over ansible-playbook: same inventory, same exit code.",
+    )
+    prov.add_argument("-i", "--inventory", required=True)
+    prov.add_argument("--check", action="store_true", help="--check --diff: change nothing")
+    prov.add_argument(
+        "ansible_args", nargs=argparse.REMAINDER, help="anything after -- goes to ansible-playbook"
+    )
+    prov.set_defaults(func=_cmd_provision)
 
     rep = sub.add_parser("report", help="regenerate the reports of a run directory")
     rep.add_argument("run_dir")

@@ -894,6 +894,18 @@ def nvidia_smi(node, args):
     gpus = node.gpus()
     if not gpus and node.hw["gpus"]:
         pass
+    apps = next((a for a in args if a.startswith("--query-compute-apps=")), None)
+    if apps:  # compute processes on the GPUs: none, unless the scenario says so
+        fmt = next((a.split("=", 1)[1] for a in args if a.startswith("--format=")), "csv")
+        fields = apps.split("=", 1)[1].split(",")
+        out = "" if "noheader" in fmt else ", ".join(fields) + "\n"
+        for f in node.faults_of("gpu_processes"):
+            out += (
+                ", ".join(str(f.get("pid", 4242)) if x == "pid" else "python" for x in fields)
+                + "\n"
+            )
+        emit(node, "nvidia-smi", out)
+        return 0
     q = next((a for a in args if a.startswith(("--query-gpu=", "--query-remapped-rows="))), None)
     if q:
         fields = q.split("=", 1)[1].split(",")

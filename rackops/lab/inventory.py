@@ -132,6 +132,7 @@ def write_inventory(state: LabState, dest: Path) -> None:
             "rackops_lab": True,
             "rackops_lab_repo": "/srv/rackops-repo",
             "rackops_apply_runtime": False,  # kernel-global settings would hit the lab machine
+            "ofed_manage_repo": False,  # the lab's stand-in repository is already an apt source
         },
     )
     lines = []

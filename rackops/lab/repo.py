@@ -28,6 +28,7 @@ class Package:
     tools: tuple[str, ...] = ()
     depends: tuple[str, ...] = ()
     description: str = ""
+    units: tuple[tuple[str, str], ...] = ()  # (unit name, daemon binary it runs)
 
 
 def packages(versions: Versions) -> list[Package]:
@@ -94,9 +95,10 @@ def packages(versions: Versions) -> list[Package]:
         Package(
             f"datacenter-gpu-manager-{versions.dcgm.split('.')[0]}-cuda13",
             f"1:{versions.dcgm}-1",
-            ("dcgmi",),
+            ("dcgmi", "nv-hostengine"),
             ("rackops-hwsim",),
             "NVIDIA Datacenter GPU Manager",
+            (("nvidia-dcgm.service", "nv-hostengine"),),
         ),
         Package(
             "nccl-tests",
@@ -155,14 +157,26 @@ def packages(versions: Versions) -> list[Package]:
                 ("nv-fabricmanager",),
                 (f"nvidia-utils-{br}-server (= {v})",),
                 "Fabric Manager for NVSwitch",
+                (("nvidia-fabricmanager.service", "nv-fabricmanager"),),
+            ),
+            Package(
+                f"nvidia-compute-utils-{br}-server",
+                v,
+                ("nvidia-persistenced",),
+                (f"nvidia-utils-{br}-server (= {v})",),
+                "NVIDIA compute utilities",
+                (("nvidia-persistenced.service", "nvidia-persistenced"),),
             ),
         ]
     return out
 
 
+DAEMONS = ("nv-fabricmanager", "nvidia-persistenced", "nv-hostengine")
+
+
 def _wrapper(tool: str) -> str:
-    if tool == "nv-fabricmanager":
-        return "#!/bin/sh\n# rackops lab stand-in: fabric manager daemon\nexec sleep infinity\n"
+    if tool in DAEMONS:
+        return f"#!/bin/sh\n# rackops lab stand-in: {tool} daemon\nexec sleep infinity\n"
     return (
         f"#!/bin/sh\n# rackops lab stand-in: simulated hardware\n"
         f'exec python3 {HWSIM_DIR}/hwsim.py {tool} "$@"\n'
@@ -198,6 +212,14 @@ def build_repo(dest: Path, versions: Versions) -> list[Package]:
             target = root / HWSIM_DIR.lstrip("/")
             target.mkdir(parents=True)
             shutil.copy(HWSIM, target / "hwsim.py")
+        for unit, daemon in pkg.units:
+            d = root / "lib" / "systemd" / "system"
+            d.mkdir(parents=True, exist_ok=True)
+            (d / unit).write_text(
+                f"[Unit]\nDescription={daemon} (rackops lab stand-in)\n\n"
+                f"[Service]\nExecStart=/usr/bin/{daemon}\n\n"
+                "[Install]\nWantedBy=multi-user.target\n"
+            )
         for tool in pkg.tools:
             b = root / "usr" / "bin"
             b.mkdir(parents=True, exist_ok=True)

@@ -70,6 +70,7 @@ class Fault(_F):
         "nvlink_down",
         "persistence_off",
         "fabric_manager_down",
+        "gpu_processes",
     ]
     hca: str | None = Field(default=None, pattern=HCA)
     state: Literal["Down", "Polling", "Disabled"] | None = None
