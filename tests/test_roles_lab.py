@@ -95,6 +95,11 @@ def test_state_with_testinfra(converged: LabState) -> None:
         values = host.file("/etc/rackops/gpu-operator-values.yaml").content_string
         assert "enabled: false" in values and "useHostMofed: true" in values
         assert host.file("/etc/containerd/conf.d/99-nvidia.toml").contains("runtimes.nvidia")
+        assert host.file("/etc/nccl.conf").contains("^NCCL_IB_TC=106$")
+        assert host.file("/etc/rackops/roce-qos.env").contains("^PFC=0,0,0,1,0,0,0,0$")
+        assert host.service("rackops-roce-qos").is_enabled
+        live = host.check_output("mlnx_qos -i enp24s0np0")
+        assert "Priority trust state: dscp" in live
 
 
 def test_fabric_manager_differing_from_driver_is_refused(converged: LabState) -> None:
@@ -166,3 +171,61 @@ def test_validate_finds_the_stack_as_provisioned(converged: LabState, tmp_path: 
     for node in ("node01", "node02"):
         assert report["nodes"][node]["ofed_info"] == "OK"  # equals the pinned OFED
         assert report["nodes"][node]["nvidia-smi-xml"] == "OK"  # driver equals the pin
+
+
+def test_live_qos_drift_is_a_finding(converged: LabState, tmp_path: Path) -> None:
+    drift = subprocess.run(
+        [
+            "ssh",
+            "-F",
+            str(converged.workdir / "ssh_config"),
+            "node02",
+            "sudo mlnx_qos -i enp41s0np0 --pfc 0,0,0,1,0,0,1,0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert drift.returncode == 0, drift.stderr
+    try:
+        proc = subprocess.run(
+            [
+                str(VENV_BIN / "rackops"),
+                "validate",
+                "-i",
+                str(converged.inventory),
+                "--suite",
+                "lab",
+                "--accept-new-host-keys",
+                "--run-dir",
+                str(tmp_path / "run"),
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        report = json.loads((tmp_path / "run" / "report.json").read_text())
+        assert proc.returncode == 2
+        (culprit,) = report["culprits"]
+        assert (culprit["node"], culprit["hca"], culprit["switch"]) == (
+            "node02",
+            "mlx5_1",
+            "leaf-r1",
+        )
+        assert "PFC is on the CNP priority 6 (0,0,0,1,0,0,1,0)" in culprit["message"]
+    finally:
+        subprocess.run(
+            [
+                "ssh",
+                "-F",
+                str(converged.workdir / "ssh_config"),
+                "node02",
+                "sudo /usr/local/sbin/rackops-roce-qos",
+            ],
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )

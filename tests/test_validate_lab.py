@@ -37,6 +37,22 @@ def lab_with(tmp: Path, nodes: int, scenario: str) -> Iterator[Path]:
             check=False,
         )
         assert proc.returncode in (0, 4), proc.stdout[-2000:]  # 4: an unreachable node
+        qos = subprocess.run(
+            [
+                str(VENV_BIN / "ansible-playbook"),
+                "-i",
+                str(inv),
+                "playbooks/provision.yml",
+                "--tags",
+                "roce_host_qos",
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        assert qos.returncode in (0, 4), qos.stdout[-2000:]
         yield inv
     finally:
         lab.down()

@@ -133,6 +133,8 @@ def write_inventory(state: LabState, dest: Path) -> None:
             "rackops_lab_repo": "/srv/rackops-repo",
             "rackops_apply_runtime": False,  # kernel-global settings would hit the lab machine
             "ofed_manage_repo": False,  # the lab's stand-in repository is already an apt source
+            # mlnx_qos state is per target (hwsim), not kernel-global: apply it for real
+            "roce_host_qos_apply_runtime": True,
         },
     )
     lines = []

@@ -74,6 +74,7 @@ class Handle:
     timeout: float
     out: bytearray = field(default_factory=bytearray)
     err: bytearray = field(default_factory=bytearray)
+    release: threading.Semaphore | None = None
 
     def _pump(self) -> None:
         while self.channel.recv_ready():
@@ -103,6 +104,9 @@ class Handle:
         rc = self.channel.recv_exit_status() if done else None
         if not done:
             self.channel.close()
+        if self.release is not None:
+            self.release.release()
+            self.release = None
         return CommandResult(
             self.target.name,
             self.argv,
@@ -121,6 +125,7 @@ class SshExecutor:
         accept_new_host_keys: bool = False,
         connect_timeout: float = 10,
         known_hosts: Path | None = None,
+        max_sessions: int = 8,
     ) -> None:
         self.accept_new = accept_new_host_keys
         self.connect_timeout = connect_timeout
@@ -129,6 +134,9 @@ class SshExecutor:
         self._failed: dict[str, str] = {}
         self._locks: dict[str, threading.Lock] = {}
         self._global = threading.Lock()
+        # sshd refuses channels beyond MaxSessions (default 10) on one connection
+        self.max_sessions = max_sessions
+        self._sessions: dict[str, threading.Semaphore] = {}
 
     def _client(self, t: Target) -> paramiko.SSHClient:
         with self._global:
@@ -183,9 +191,16 @@ class SshExecutor:
         client = self._client(t)
         transport = client.get_transport()
         assert transport is not None
-        channel = transport.open_session()
+        with self._global:
+            slots = self._sessions.setdefault(t.name, threading.Semaphore(self.max_sessions))
+        slots.acquire()
+        try:
+            channel = transport.open_session()
+        except BaseException:
+            slots.release()
+            raise
         channel.exec_command(remote_command(argv, timeout, t.become if become is None else become))
-        return Handle(t, tuple(argv), channel, time.monotonic(), timeout)
+        return Handle(t, tuple(argv), channel, time.monotonic(), timeout, release=slots)
 
     def run(
         self, t: Target, argv: Sequence[str], timeout: float, become: bool | None = None

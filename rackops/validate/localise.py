@@ -279,7 +279,19 @@ def localise(records: list[dict[str, Any]]) -> Verdict:
         warnings += [{"step": rec["id"], **f} for f in _fails(rec, "WARN")]
     for _m, _status, rec in links:
         warnings += [{"step": rec["id"], **f} for f in _fails(rec, "WARN")]
-    return Verdict(list(culprits.values()), errors, warnings)
+
+    # A stable order, whatever order the steps finished in (a resumed run reports the same).
+    def order(c: Culprit) -> tuple[str, str, int, str, str]:
+        return (c.node or "", c.kind, -1 if c.gpu is None else c.gpu, c.hca or "", c.message)
+
+    def by_step(f: dict[str, Any]) -> tuple[str, str, str]:
+        return (f.get("subject", {}).get("node") or "", f["code"], f["step"])
+
+    return Verdict(
+        sorted(culprits.values(), key=order),
+        sorted(errors, key=by_step),
+        sorted(warnings, key=by_step),
+    )
 
 
 def _mostly_failing(items: list[tuple[str, bool, dict[str, Any]]], explained: set[str]) -> bool:

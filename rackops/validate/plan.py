@@ -27,6 +27,7 @@ class NodeCheck:
     argv: tuple[str, ...]
     timeout_s: float
     expected_s: float  # how long the tool itself runs when healthy (for the estimate)
+    per_hca: bool = False  # run once per cabled HCA; "{netdev}" in argv is its interface
 
 
 @dataclass(frozen=True)
@@ -173,6 +174,12 @@ def node_checks(suite: Suite, cluster: Cluster) -> list[NodeCheck]:
         out.append(NodeCheck("ofed_info", "ofed_info", ("ofed_info", "-s"), 30, 1))
         if cluster.fabric.type == "roce":
             out.append(NodeCheck("show_gids", "show_gids", ("show_gids",), 30, 1))
+            # the live host QoS against the design (drift is a FAIL before any bandwidth test)
+            out.append(
+                NodeCheck(
+                    "mlnx_qos", "mlnx_qos", ("mlnx_qos", "-i", "{netdev}"), 30, 1, per_hca=True
+                )
+            )
     if c.gpu_inventory:
         out.append(NodeCheck("nvidia-smi-xml", "nvidia-smi-xml", ("nvidia-smi", "-q", "-x"), 60, 2))
         out.append(

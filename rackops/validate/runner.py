@@ -9,9 +9,9 @@ from __future__ import annotations
 import random
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rackops.checks.nccl import check_nccl
@@ -25,7 +25,7 @@ from rackops.parsers import ParseError, parse
 from rackops.profiles import Profile
 from rackops.suites import Suite
 from rackops.validate.executor import CommandResult, SshExecutor, Target
-from rackops.validate.plan import PERFTEST_PORT, Plan, hca_on_rail
+from rackops.validate.plan import PERFTEST_PORT, NodeCheck, Plan, hca_on_rail
 from rackops.validate.rundir import RunDir
 
 Progress = Callable[[str], None]
@@ -110,7 +110,7 @@ class Runner:
             (
                 (n, c)
                 for n in plan.nodes
-                for c in plan.node_checks
+                for c in self._expand(n, plan.node_checks)
                 if f"node/{n}/{c.name}" not in done
             ),
             key=lambda nc: -nc[1].expected_s,
@@ -149,6 +149,18 @@ class Runner:
                     )
                 return
             findings = self._judge(node, check.tool, result, check.timeout_s)
+            if check.tool == "mlnx_qos" and "/" in check.name:  # name the HCA and its port
+                dev = check.name.split("/", 1)[1]
+                h = next(x for x in self.cluster.node(node).hcas if x.device == dev)
+                findings = [
+                    replace(
+                        f,
+                        subject=replace(
+                            f.subject, hca=dev, port=1, switch=h.switch, switch_port=h.port
+                        ),
+                    )
+                    for f in findings
+                ]
             self._record(step, "node", node, check.tool, result, findings)
             finished += 1
 
@@ -157,6 +169,24 @@ class Runner:
                 if i % max(1, len(todo) // 10) == 0 or i == len(todo):
                     self.progress(f"[nodes] {bar(i, len(todo))} checks")
         return unreachable
+
+    def _expand(self, node: str, checks: Sequence[NodeCheck]) -> list[NodeCheck]:
+        """Per-HCA checks become one check per cabled HCA of this node."""
+        out = []
+        for c in checks:
+            if not c.per_hca:
+                out.append(c)
+                continue
+            for h in self.cluster.node(node).hcas:
+                out.append(
+                    replace(
+                        c,
+                        name=f"{c.name}/{h.device}",
+                        per_hca=False,
+                        argv=tuple(a.replace("{netdev}", h.netdev) for a in c.argv),
+                    )
+                )
+        return out
 
     def _judge(self, node: str, tool: str, result: CommandResult, timeout: float) -> list[Finding]:
         subj = Subject(node=node)
