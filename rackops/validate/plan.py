@@ -125,20 +125,6 @@ class Plan:
         return "\n".join(lines)
 
 
-def round_robin(nodes: Sequence[str]) -> list[list[tuple[str, str]]]:
-    """Circle method: a 1-factorisation of K_n (n even) or near-1-factorisation (n odd)."""
-    ring: list[str | None] = list(nodes)
-    if len(ring) % 2:
-        ring.append(None)  # the node paired with None rests this round
-    n = len(ring)
-    rounds = []
-    for _ in range(n - 1):
-        pairs = [(ring[i], ring[n - 1 - i]) for i in range(n // 2)]
-        rounds.append([(a, b) for a, b in pairs if a is not None and b is not None])
-        ring = [ring[0], ring[-1], *ring[1:-1]]
-    return rounds
-
-
 def random_matchings(nodes: Sequence[str], k: int, seed: int) -> list[list[tuple[str, str]]]:
     rng = random.Random(seed)
     rounds = []
