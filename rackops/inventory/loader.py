@@ -59,6 +59,8 @@ NODE_VARS = {
     "gpus": "rackops_gpus",
     "hcas": "rackops_hcas",
     "qos": "rackops_host_qos",
+    "tuning": "rackops_host_tuning",
+    "hw_root": "rackops_hw_root",
 }
 SWITCH_VARS = {
     "address": "ansible_host",
@@ -399,6 +401,8 @@ def _build_node(
         "gpus": gpus,
         "hcas": v.get("rackops_hcas"),
         "qos": v.get("rackops_host_qos") or {},
+        "tuning": v.get("rackops_host_tuning") or {},
+        "hw_root": v.get("rackops_hw_root") or "",
     }
     return _validate(Node, data, hv=hv, var_of=NODE_VARS, subject=name, diagnostics=diagnostics)
 

@@ -11,6 +11,8 @@ Inventory variable → model field:
 ``rackops_gpus``            ``Node.gpus`` (count; default: the profile's)
 ``rackops_hcas``            ``Node.hcas`` (the cabling map)
 ``rackops_host_qos``        ``Node.qos`` (per-host overrides of the design)
+``rackops_host_tuning``     ``Node.tuning`` (hugepages, IRQ affinity, irqbalance)
+``rackops_hw_root``         ``Node.hw_root`` (lab only: prefix of simulated /sys, /proc)
 ``rackops_switch_os``       ``Switch.os`` (default: its sonic/cumulus/eos group)
 ``rackops_switch_role``     ``Switch.role``
 ``rackops_switch_rail``     ``Switch.rail`` (rail of a rail-optimised leaf)
@@ -86,6 +88,49 @@ def _check_dscp_map(mapping: dict[int, int], what: str) -> dict[int, int]:
     return mapping
 
 
+class Hugepages(_Frozen):
+    """The hugepage pool a node must have: per NUMA node, or a total the kernel spreads."""
+
+    size_kb: Literal[2048, 1048576] = Field(
+        default=1048576, description="page size: 2048 (2 MiB) or 1048576 (1 GiB)"
+    )
+    per_node: dict[int, int] = Field(
+        default_factory=dict, description="NUMA node -> pages on that node"
+    )
+    total: int | None = Field(default=None, ge=0, description="pages in all, kernel-spread")
+    boot: bool = Field(default=True, description="reserve on the kernel command line (GRUB)")
+    max_ram_pct: int = Field(default=50, ge=1, le=90, description="policy cap, % of RAM")
+
+    @model_validator(mode="after")
+    def _one_way(self) -> Self:
+        if self.per_node and self.total is not None:
+            raise ValueError("give per_node or total, not both")
+        if not self.per_node and self.total is None:
+            raise ValueError("give per_node (NUMA node: pages) or total (pages)")
+        for numa, pages in self.per_node.items():
+            if not 0 <= numa <= 63 or pages < 0:
+                raise ValueError(f"per_node {numa}: {pages} is not a NUMA node 0..63: pages >= 0")
+        return self
+
+    @property
+    def pages(self) -> int:
+        return sum(self.per_node.values()) if self.per_node else int(self.total or 0)
+
+    @property
+    def size_label(self) -> str:
+        return "1G" if self.size_kb == 1048576 else "2M"
+
+
+class HostTuning(_Frozen):
+    """Host tuning beyond QoS (config.md §4-§5): hugepages and fabric NIC IRQ affinity."""
+
+    hugepages: Hugepages | None = None
+    irq_affinity: bool = Field(default=True, description="pin NIC IRQs to NUMA-local CPUs")
+    irqbalance: Literal["stop", "ban"] = Field(
+        default="ban", description="stop irqbalance, or keep it off the fabric NIC IRQs"
+    )
+
+
 class Node(_Frozen):
     name: str
     address: str
@@ -94,6 +139,13 @@ class Node(_Frozen):
     gpus: int = Field(ge=1, le=72)
     hcas: tuple[Hca, ...] = Field(min_length=1)
     qos: HostQos = HostQos()
+    tuning: HostTuning = HostTuning()
+    hw_root: str = Field(default="", pattern=r"^(/[A-Za-z0-9_.-]+)*$")
+
+    @property
+    def mtu(self) -> int | None:
+        """This node's designed netdev MTU, when it overrides the fabric's."""
+        return self.qos.mtu
 
 
 class SwitchQos(_Frozen):

@@ -135,6 +135,23 @@ class Node:
     def rail_ip(self, i):
         return self.rails.get(i)
 
+    def active_mtu(self, i):
+        """RoCE active_mtu from the interface's real MTU, as the kernel derives it
+        (iboe_get_mtu: the largest IB MTU <= netdev MTU - 96); IB: the scenario's."""
+        mtu = self.hw["active_mtu"]
+        f = self.fault("netdev_mtu")
+        if f:
+            return 1024 if int(f.get("mtu", 1500)) < 4192 else mtu
+        if self.hw["link_layer"] != "Ethernet":
+            return mtu
+        try:
+            with open("/sys/class/net/%s/mtu" % self.netdev(i), encoding="ascii") as fh:
+                netdev_mtu = int(fh.read())
+        except (OSError, ValueError):
+            return mtu  # not in a lab target (unit tests): the scenario's value
+        fits = [m for m in (256, 512, 1024, 2048, 4096) if m <= netdev_mtu - 96]
+        return min(mtu, fits[-1]) if fits else 256
+
 
 def tool_fault_gate(node, tool):
     """Faults that change how a tool behaves, not what it reports; and the tool's run time
@@ -233,10 +250,6 @@ def ibstatus(node, args):
 
 def ibv_devinfo(node, args):
     want = args[args.index("-d") + 1] if "-d" in args else None
-    mtu = node.hw["active_mtu"]
-    f = node.fault("netdev_mtu")
-    if f:
-        mtu = 1024 if int(f.get("mtu", 1500)) < 4192 else mtu
     code = {256: 1, 512: 2, 1024: 3, 2048: 4, 4096: 5}
     out = []
     for i, dev in enumerate(node.hcas()):
@@ -244,6 +257,7 @@ def ibv_devinfo(node, args):
             continue
         state, _phys, _, _ = node.port(dev)
         g = node.guid(i)
+        mtu = node.active_mtu(i)
         st = "PORT_ACTIVE (4)" if state == "Active" else "PORT_DOWN (1)"
         out.append(
             "hca_id:\t%s\n\ttransport:\t\t\tInfiniBand (0)\n\tfw_ver:\t\t\t\t28.41.1000\n"
@@ -552,7 +566,7 @@ def banner(node, title, o):
     s += " ibv_wr* API     : ON\t\tUsing Enhanced Reorder      : OFF\n TX depth        : 128\n"
     s += (
         " CQ Moderation   : 1\n CQE Poll Batch  : Dynamic\n Mtu             : %d[B]\n"
-        % node.hw["active_mtu"]
+        % node.active_mtu(i)
     )
     s += " Link type       : %s\n" % ("Ethernet" if node.hw["link_layer"] == "Ethernet" else "IB")
     if node.hw["link_layer"] == "Ethernet":
@@ -1118,7 +1132,72 @@ NCCL = (
 TOOLS = tuple(RDMA) + PERF + NCCL + ("dcgmi", "nvidia-smi", "nvidia-ctk")
 
 
+# ------------------------------------------------------------------ sysfs and procfs
+
+CPUS_PER_NUMA = 16
+NUMA_NODES = 2
+
+
+def _cpulist(numa):
+    return "%d-%d" % (numa * CPUS_PER_NUMA, (numa + 1) * CPUS_PER_NUMA - 1)
+
+
+def hw_tree(node, args):
+    """Lay out the node's simulated sysfs and procfs under ROOT (run by the stand-in OFED
+    package at install): per HCA its NUMA node, local CPUs, MSI-X IRQs and the ECN
+    directory with the driver's defaults; /proc/irq/N/smp_affinity_list on all CPUs; the
+    NUMA nodes with empty hugepage pools. Existing files are kept (a reinstall does not
+    reset what the roles set)."""
+    root = args[0] if args else os.path.join(STATE_DIR, "root")
+    every = "0-%d" % (NUMA_NODES * CPUS_PER_NUMA - 1)
+
+    def put(rel, value):
+        path = os.path.join(root, rel)
+        if os.path.exists(path):
+            return
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="ascii") as fh:
+            fh.write("%s\n" % value)
+
+    put("sys/devices/system/node/online", "0-%d" % (NUMA_NODES - 1))
+    for n in range(NUMA_NODES):
+        base = "sys/devices/system/node/node%d" % n
+        put(base + "/cpulist", _cpulist(n))
+        for size in (2048, 1048576):
+            for f in ("nr_hugepages", "free_hugepages", "surplus_hugepages"):
+                put("%s/hugepages/hugepages-%dkB/%s" % (base, size, f), 0)
+    for size in (2048, 1048576):
+        put("sys/kernel/mm/hugepages/hugepages-%dkB/nr_hugepages" % size, 0)
+    hcas = node.hw["hcas"]
+    for i in range(hcas):
+        nd = node.netdev(i)
+        numa = 0 if i < (hcas + 1) // 2 else 1
+        dev = "sys/class/net/%s/device" % nd
+        put(dev + "/numa_node", numa)
+        put(dev + "/local_cpulist", _cpulist(numa))
+        first = 100 + i * (CPUS_PER_NUMA + 1)
+        for irq in range(first, first + CPUS_PER_NUMA + 1):  # async + one per local CPU
+            put("%s/msi_irqs/%d" % (dev, irq), "msix")
+            put("proc/irq/%d/smp_affinity_list" % irq, every)
+        ecn = "sys/class/net/%s/ecn" % nd
+        for p in range(8):
+            put("%s/roce_np/enable/%d" % (ecn, p), 1)
+            put("%s/roce_rp/enable/%d" % (ecn, p), 1)
+        put(ecn + "/roce_np/cnp_dscp", 48)
+        put(ecn + "/roce_np/cnp_802p_prio", 6)
+        put("sys/class/infiniband/mlx5_%d/tc/1/traffic_class" % i, 0)
+    return 0
+
+
 def main(argv):
+    if argv and argv[0] == "hw-tree":
+        return hw_tree(
+            Node(
+                load_scenario(),
+                os.environ.get("RACKOPS_HWSIM_NODE") or socket.gethostname().split(".")[0],
+            ),
+            argv[1:],
+        )
     if not argv or argv[0] not in TOOLS:
         sys.stderr.write("usage: hwsim.py TOOL [ARGS...]; tools: %s\n" % " ".join(TOOLS))
         return 64

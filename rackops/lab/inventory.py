@@ -10,6 +10,7 @@ from typing import Any
 import yaml
 
 from rackops.lab.model import LabNode, LabState
+from rackops.lab.repo import HW_ROOT
 
 LEAF_OS = ("sonic", "sonic", "sonic", "cumulus", "cumulus", "cumulus", "eos", "eos")
 RAILS = 8
@@ -133,8 +134,27 @@ def write_inventory(state: LabState, dest: Path) -> None:
             "rackops_lab_repo": "/srv/rackops-repo",
             "rackops_apply_runtime": False,  # kernel-global settings would hit the lab machine
             "ofed_manage_repo": False,  # the lab's stand-in repository is already an apt source
-            # mlnx_qos state is per target (hwsim), not kernel-global: apply it for real
+            # Per target, not kernel-global, so applied for real: mlnx_qos state (hwsim),
+            # netdev MTU (the target's network namespace), and the simulated sysfs/procfs
+            # under rackops_hw_root (hugepage counters, IRQ affinity, ECN)
+            "rackops_hw_root": HW_ROOT,
             "roce_host_qos_apply_runtime": True,
+            "net_mtu_apply_runtime": True,
+            "hugepages_apply_runtime": True,
+            "irq_affinity_apply_runtime": True,
+            # /proc/sys/net is the target's own only under systemd-nspawn
+            "net_mtu_apply_sysctls": state.engine == "nspawn",
+        },
+    )
+    _dump(
+        dest / "group_vars" / "gpu_nodes" / "tuning.yml",
+        "Host tuning of the lab nodes: 2 x 1 GiB pages per NUMA node, NIC IRQs pinned.",
+        {
+            "rackops_host_tuning": {
+                "hugepages": {"size_kb": 1048576, "per_node": {0: 2, 1: 2}, "max_ram_pct": 50},
+                "irq_affinity": True,
+                "irqbalance": "ban",
+            }
         },
     )
     lines = []

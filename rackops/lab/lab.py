@@ -24,7 +24,7 @@ from rackops.lab.hoststate import restore, snapshot
 from rackops.lab.inventory import RAILS, netdev, write_inventory
 from rackops.lab.model import MGMT_NET, RAIL_NET, LabNode, LabState
 from rackops.lab.repo import build_repo
-from rackops.lab.scenario import load_scenario
+from rackops.lab.scenario import NodeSpec, Scenario, load_scenario
 
 PREFIX = "rackops-lab"
 DEFAULT_VERSIONS = Versions(
@@ -236,10 +236,56 @@ def up(
         versions=versions.model_dump(exclude_none=True),
     )
     state.save()  # from here on, `down` can clean up whatever exists
+    try:
+        _start(engine, state, spec, names, rails, nets, port_base, log)
+    except BaseException:
+        # a half-started lab is taken down again: nothing of it, and no state, is left behind
+        try:
+            down(workdir=str(wd))
+        except LabError as exc:
+            log.append(f"cleaning up the failed start: {exc}")
+        raise
+    write_inventory(state, state.inventory)
+    log.append(f"inventory: {state.inventory}")
+    return state
+
+
+def _subnet_in_use(subnet: str) -> str | None:
+    """The host interface that already has an address in ``subnet`` (a.b.c.0/24), if any."""
+    proc = subprocess.run(
+        ["ip", "-o", "-4", "addr", "show"], capture_output=True, text=True, check=False
+    )
+    prefix = subnet.rsplit(".", 1)[0] + "."
+    for line in proc.stdout.splitlines():
+        fields = line.split()
+        if len(fields) > 3 and fields[3].startswith(prefix):
+            return fields[1]
+    return None
+
+
+def _start(
+    engine: Engine,
+    state: LabState,
+    spec: Scenario,
+    names: list[str],
+    rails: dict[str, dict[int, str]],
+    nets: list[str],
+    port_base: int,
+    log: list[str],
+) -> None:
+    wd = state.workdir
+    engine_name = state.engine
     subnets = [f"{MGMT_NET}.0/24"] + [f"{RAIL_NET}.{r}.0/24" for r in range(RAILS)]
     existing = set(engine.networks(PREFIX))
     for net, subnet in zip(nets, subnets, strict=True):
         if net not in existing:
+            owner = _subnet_in_use(subnet)
+            if owner is not None:
+                raise LabError(
+                    f"the lab network {subnet} is already in use on this machine ({owner}):"
+                    " another lab is up (`rackops lab down` in its checkout), or pick a machine"
+                    " where 198.18.0.0/15 is free"
+                )
             # Rails carry lab traffic only: internal networks need no NAT rules (faster).
             # No DNS: names come from --add-host, and no aardvark-dns daemon to clean up.
             internal = ["--internal"] if "rail" in net else []
@@ -288,12 +334,13 @@ def up(
             "-v",
             f"{wd / 'repo'}:/srv/rackops-repo:ro",
         ]
-        if systemd:
+        if state.systemd:
             args += ["--systemd=always"]
-        runs.append([*args, image])
+        runs.append([*args, state.image])
     state.save()
     for run in runs:  # sequential: netavark serialises on its lock anyway
         engine.run(run)
+    _switch_mtu(engine, state, spec)
     deadline = time.monotonic() + 60
     for node in state.nodes:
         if node.started and not _wait_ssh(node.ssh_port, deadline):
@@ -305,9 +352,61 @@ def up(
         f"{sum(n.started for n in state.nodes)} targets answering SSH in "
         f"{time.monotonic() - started:.1f} s"
     )
-    write_inventory(state, state.inventory)
-    log.append(f"inventory: {state.inventory}")
-    return state
+
+
+def _set_mtu(dev: str, mtu: int) -> None:
+    proc = subprocess.run(
+        ["ip", "link", "set", "dev", dev, "mtu", str(mtu)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise LabError(f"ip link set dev {dev} mtu {mtu} failed: {proc.stderr.strip()}")
+
+
+def _switch_mtu(engine: Engine, state: LabState, spec: Scenario) -> None:
+    """The rail bridges play the leaf switches: their ports (the host ends of the targets'
+    rail veths) run at the switch MTU, while the targets start at 1500 until provisioned.
+    A ``switch_mtu`` fault lowers one leaf port."""
+    index = {}
+    for dev in Path("/sys/class/net").iterdir():
+        try:
+            index[(dev / "ifindex").read_text().strip()] = dev.name
+        except OSError:
+            continue
+    bridges: set[str] = set()
+    for node in state.nodes:
+        if not node.started:
+            continue
+        peers = engine.run(
+            [
+                "exec",
+                node.container,
+                "sh",
+                "-c",
+                "for d in /sys/class/net/*; do echo ${d##*/} $(cat $d/iflink); done",
+            ]
+        ).stdout
+        links = dict(line.split() for line in peers.splitlines() if len(line.split()) == 2)
+        faults = {
+            int(f.hca.split("_")[1]): int(f.mtu or SWITCH_MTU)
+            for f in spec.nodes.get(node.name, NodeSpec()).faults
+            if f.kind == "switch_mtu" and f.hca
+        }
+        for r in node.rails:
+            host_end = index.get(links.get(netdev(r), ""))
+            if host_end is None:
+                raise LabError(f"{node.name}: no host end found for {netdev(r)}")
+            _set_mtu(host_end, faults.get(r, SWITCH_MTU))
+            master = Path("/sys/class/net") / host_end / "master"
+            if master.exists():
+                bridges.add(master.resolve().name)
+    for bridge in sorted(bridges):
+        _set_mtu(bridge, SWITCH_MTU)
+
+
+SWITCH_MTU = 9216  # the design's switch MTU in the lab inventory
 
 
 def _lab_processes(marker: str) -> list[str]:

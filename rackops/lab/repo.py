@@ -19,6 +19,8 @@ from rackops.inventory.model import Versions
 
 HWSIM = Path(__file__).with_name("hwsim.py")
 HWSIM_DIR = "/usr/lib/rackops-hwsim"
+# The simulated /sys and /proc of the HCAs, NUMA nodes and IRQs (rackops_hw_root in the lab)
+HW_ROOT = "/var/lib/rackops-hwsim/root"
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,7 @@ class Package:
     depends: tuple[str, ...] = ()
     description: str = ""
     units: tuple[tuple[str, str], ...] = ()  # (unit name, daemon binary it runs)
+    postinst: str = ""
 
 
 def packages(versions: Versions) -> list[Package]:
@@ -78,6 +81,8 @@ def packages(versions: Versions) -> list[Package]:
             ("ofed_info",),
             ("rackops-hwsim",),
             "userspace tools to restart and tune mlx5 and OFED",
+            # the driver's sysfs (ECN, NUMA, MSI-X IRQs) appears with the simulated HCAs
+            postinst=f"python3 {HWSIM_DIR}/hwsim.py hw-tree {HW_ROOT}",
         ),
         Package(
             "doca-ofed",
@@ -208,6 +213,10 @@ def build_repo(dest: Path, versions: Versions) -> list[Package]:
             control.append("Depends: " + ", ".join(pkg.depends))
         control.append(f"Description: {pkg.description or pkg.name} (rackops lab stand-in)")
         (root / "DEBIAN" / "control").write_text("\n".join(control) + "\n")
+        if pkg.postinst:
+            script = root / "DEBIAN" / "postinst"
+            script.write_text(f"#!/bin/sh\nset -e\n{pkg.postinst}\n")
+            script.chmod(0o755)
         if pkg.name == "rackops-hwsim":
             target = root / HWSIM_DIR.lstrip("/")
             target.mkdir(parents=True)

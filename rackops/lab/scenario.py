@@ -9,6 +9,7 @@ applies, and shows in hwsim's outputs there and nowhere else::
       node02:
         faults:
           - {kind: cable_slow, hca: mlx5_1, peers: [node03], bw_gbps: 180}
+          - {kind: switch_mtu, hca: mlx5_5, mtu: 1500}       # its leaf port drops jumbo
       node04: {unreachable: true}
 """
 
@@ -67,6 +68,7 @@ class Fault(_F):
         "missing",
         "garbled",
         "netdev_mtu",
+        "switch_mtu",
         "nvlink_down",
         "persistence_off",
         "fabric_manager_down",
@@ -103,6 +105,7 @@ class Fault(_F):
             "missing": ("tool",),
             "garbled": ("tool",),
             "nvlink_down": ("gpu", "link"),
+            "switch_mtu": ("hca", "mtu"),
         }.get(self.kind, ())
         missing = [k for k in need if getattr(self, k) is None]
         if missing:

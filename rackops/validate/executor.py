@@ -24,6 +24,12 @@ from pathlib import Path
 import paramiko
 
 TIMEOUT_RC = 124  # coreutils timeout
+# sshd may send a command's exit status before the last of its output: after the status,
+# keep reading until the channel reports EOF, for at most this long.
+EOF_GRACE_S = 5.0
+# sshd may refuse a session channel under load (ChannelException "Connect failed") while
+# the connection stays good: try this many times, backing off 0.5 s, 1 s, ...
+CHANNEL_TRIES = 3
 
 
 @dataclass(frozen=True)
@@ -94,6 +100,17 @@ class Handle:
             time.sleep(0.02)
         return False
 
+    def _drain(self, grace: float) -> None:
+        """Read what is still in flight after the exit status, up to EOF on both streams."""
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline:
+            self._pump()
+            if self.channel.eof_received and not (
+                self.channel.recv_ready() or self.channel.recv_stderr_ready()
+            ):
+                return
+            time.sleep(0.01)
+
     def wait(self, timeout: float) -> CommandResult:
         deadline = time.monotonic() + timeout
         while not self.channel.exit_status_ready() and time.monotonic() < deadline:
@@ -101,6 +118,8 @@ class Handle:
             time.sleep(0.02)
         self._pump()
         done = self.channel.exit_status_ready()
+        if done:
+            self._drain(EOF_GRACE_S)
         rc = self.channel.recv_exit_status() if done else None
         if not done:
             self.channel.close()
@@ -195,12 +214,23 @@ class SshExecutor:
             slots = self._sessions.setdefault(t.name, threading.Semaphore(self.max_sessions))
         slots.acquire()
         try:
-            channel = transport.open_session()
+            channel = self._open_session(transport)
         except BaseException:
             slots.release()
             raise
         channel.exec_command(remote_command(argv, timeout, t.become if become is None else become))
         return Handle(t, tuple(argv), channel, time.monotonic(), timeout, release=slots)
+
+    @staticmethod
+    def _open_session(transport: paramiko.Transport) -> paramiko.Channel:
+        for attempt in range(CHANNEL_TRIES):
+            try:
+                return transport.open_session()
+            except paramiko.ChannelException:
+                if attempt == CHANNEL_TRIES - 1 or not transport.is_active():
+                    raise
+                time.sleep(0.5 * 2**attempt)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def run(
         self, t: Target, argv: Sequence[str], timeout: float, become: bool | None = None
