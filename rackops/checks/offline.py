@@ -12,6 +12,7 @@ from rackops.checks.hca import check_hca_ports
 from rackops.checks.host import check_gids, check_mlnx_qos, check_ofed, check_topo
 from rackops.checks.nccl import check_nccl
 from rackops.checks.perftest import check_perftest
+from rackops.checks.tuning import check_host_tuning, check_jumbo_ping, designed_mtu
 from rackops.errors import RackopsError
 from rackops.findings import Finding, Status, Subject
 from rackops.inventory.model import Cluster, Node, RoceQos
@@ -95,6 +96,17 @@ def evaluate(tool: str, text: str, ctx: Context, node_name: str | None) -> list[
         if ctx.cluster is None:
             raise RackopsError("checking ofed_info needs the pinned version: pass -i INVENTORY")
         return check_ofed(parsed, ctx.cluster.versions.ofed, node=node_name)
+    if tool == "host-tuning":
+        if ctx.cluster is None or ctx.node is None:
+            raise RackopsError("checking host-tuning needs the design: pass -i INVENTORY --node N")
+        return check_host_tuning(parsed, ctx.node, ctx.cluster)
+    if tool == "ping":
+        mtu = (
+            designed_mtu(ctx.node, ctx.cluster)
+            if ctx.node and ctx.cluster
+            else (parsed.packet_bytes or 9000)
+        )
+        return check_jumbo_ping(parsed, mtu, subject=Subject(node=node_name))
     if tool == "show_gids":
         return check_gids(parsed, _needs_node(ctx, tool).hcas, node=node_name)
     raise RackopsError(f"no check reads {tool} output")

@@ -14,6 +14,7 @@ from typing import Any
 
 from rackops.parsers._common import ParseError, as_jsonable
 from rackops.parsers.dcgmi_diag import parse_dcgmi_diag
+from rackops.parsers.host_tuning import parse_host_tuning
 from rackops.parsers.ibstat import parse_ibstat
 from rackops.parsers.ibstatus import parse_ibstatus
 from rackops.parsers.ibv_devinfo import parse_ibv_devinfo
@@ -27,6 +28,7 @@ from rackops.parsers.nvidia_smi import (
 )
 from rackops.parsers.ofed_info import parse_ofed_info
 from rackops.parsers.perftest import parse_perftest
+from rackops.parsers.ping import parse_ping
 from rackops.parsers.show_gids import parse_show_gids
 
 TOOLS: dict[str, Callable[[str], Any]] = {
@@ -43,6 +45,8 @@ TOOLS: dict[str, Callable[[str], Any]] = {
     "nvidia-smi-xml": parse_smi_xml,
     "nvidia-smi-topo": parse_smi_topo,
     "nvidia-smi-nvlink": parse_smi_nvlink,
+    "host-tuning": parse_host_tuning,
+    "ping": parse_ping,
 }
 
 

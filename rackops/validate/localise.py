@@ -195,13 +195,13 @@ def localise(records: list[dict[str, Any]]) -> Verdict:
             sw, port = m[f"{side}_switch_port"].split(maxsplit=1)
             hca = m[f"{side}_hca"]
             partners = ", ".join(sorted(x[0] for x in failed))
+            what, fix = _symptom([x[2] for x in failed])
             c = Culprit(
                 "hca",
                 node,
-                f"{node}/{hca} (rail {rail}) is slow with {len(failed)} of "
+                f"{node}/{hca} (rail {rail}) {what} with {len(failed)} of "
                 f"{len(live)} partners ({partners})",
-                "reseat or replace the cable/transceiver of this HCA and check the "
-                "switch port; then re-test",
+                fix,
                 hca=hca,
                 switch=sw,
                 switch_port=port,
@@ -229,14 +229,14 @@ def localise(records: list[dict[str, Any]]) -> Verdict:
         others = sorted(
             r["meta"]["client" if r["meta"]["server"] == node else "server"] for r in recs
         )
+        what, fix = _symptom(recs)
         c = Culprit(
             "hca",
             node,
             f"{node}/{hca} (rail {rail}) is the common end of "
             f"{len(recs)} failing links (with {', '.join(others)}); its partners pass "
-            f"with others",
-            "reseat or replace the cable/transceiver of this HCA and "
-            "check the switch port; then re-test",
+            f"with others" + ("" if what == "is slow" else f"; it {what}"),
+            fix,
             hca=hca,
             switch=sw,
             switch_port=port,
@@ -292,6 +292,23 @@ def localise(records: list[dict[str, Any]]) -> Verdict:
         sorted(errors, key=by_step),
         sorted(warnings, key=by_step),
     )
+
+
+CABLE_FIX = (
+    "reseat or replace the cable/transceiver of this HCA and check the switch port; then re-test"
+)
+JUMBO_FIX = (
+    "a hop drops jumbo frames: set the switch port MTU >= host MTU + 18 (C-22) and the "
+    "host interface MTU to the design's (C-23, role net_mtu); then re-test"
+)
+
+
+def _symptom(recs: list[dict[str, Any]]) -> tuple[str, str]:
+    """What the failing links have in common: only the jumbo ping failed, or bandwidth."""
+    codes = {f["code"] for r in recs for f in _fails(r)}
+    if codes == {"C-25"}:
+        return "drops jumbo frames (C-25)", JUMBO_FIX
+    return "is slow", CABLE_FIX
 
 
 def _mostly_failing(items: list[tuple[str, bool, dict[str, Any]]], explained: set[str]) -> bool:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import overload
 
 from rackops.inventory.model import Cluster, Node
+from rackops.parsers.host_tuning import SCRIPT as HOST_TUNING
 from rackops.suites import Suite
 
 PERFTEST_PORT = 18515
@@ -28,6 +29,8 @@ class NodeCheck:
     timeout_s: float
     expected_s: float  # how long the tool itself runs when healthy (for the estimate)
     per_hca: bool = False  # run once per cabled HCA; "{netdev}" in argv is its interface
+    # (in every check: "{netdevs}" becomes one argument per cabled interface, "{hw_root}"
+    # the node's rackops_hw_root)
 
 
 @dataclass(frozen=True)
@@ -158,6 +161,19 @@ def node_checks(suite: Suite, cluster: Cluster) -> list[NodeCheck]:
     if c.hca_ports:
         out.append(NodeCheck("ibstat", "ibstat", ("ibstat",), 60, 1))
         out.append(NodeCheck("ofed_info", "ofed_info", ("ofed_info", "-s"), 30, 1))
+        # active_mtu (ibstat does not show it): a RoCE netdev below 4192 caps it at 1024
+        out.append(NodeCheck("ibv_devinfo", "ibv_devinfo", ("ibv_devinfo",), 30, 1))
+        # host tuning as provisioned: MTU, DCQCN/CNP, IRQ affinity, hugepages (drift is a
+        # FAIL before any bandwidth test)
+        out.append(
+            NodeCheck(
+                "host-tuning",
+                "host-tuning",
+                ("sh", "-c", HOST_TUNING, "host-tuning", "{hw_root}", "{netdevs}"),
+                30,
+                1,
+            )
+        )
         if cluster.fabric.type == "roce":
             out.append(NodeCheck("show_gids", "show_gids", ("show_gids",), 30, 1))
             # the live host QoS against the design (drift is a FAIL before any bandwidth test)

@@ -18,6 +18,7 @@ from rackops.checks.nccl import check_nccl
 from rackops.checks.offline import Context, evaluate
 from rackops.checks.perftest import check_perftest
 from rackops.checks.repeat import combine_attempts
+from rackops.checks.tuning import check_jumbo_ping, designed_mtu
 from rackops.findings import Finding, Status, Subject, worst
 from rackops.inventory.loader import LoadResult
 from rackops.inventory.model import Cluster
@@ -171,9 +172,19 @@ class Runner:
         return unreachable
 
     def _expand(self, node: str, checks: Sequence[NodeCheck]) -> list[NodeCheck]:
-        """Per-HCA checks become one check per cabled HCA of this node."""
+        """Per-HCA checks become one check per cabled HCA of this node; ``{netdevs}`` and
+        ``{hw_root}`` take this node's values."""
         out = []
+        n = self.cluster.node(node)
         for c in checks:
+            if "{netdevs}" in c.argv or "{hw_root}" in c.argv:
+                argv: list[str] = []
+                for a in c.argv:
+                    if a == "{netdevs}":
+                        argv += [h.netdev for h in n.hcas]
+                    else:
+                        argv.append(n.hw_root if a == "{hw_root}" else a)
+                c = replace(c, argv=tuple(argv))
             if not c.per_hca:
                 out.append(c)
                 continue
@@ -214,7 +225,12 @@ class Runner:
         text = result.stdout
         if tool in ("perftest", "nccl-tests") or not text.strip():
             text = result.stdout + "\n" + result.stderr
-        return evaluate(tool, text, self._ctx(node), node)
+        findings = evaluate(tool, text, self._ctx(node), node)
+        if tool == "ibv_devinfo":  # read for active_mtu only: ibstat judges the ports
+            findings = [f for f in findings if f.code == "HCA-007" or f.status is Status.ERROR]
+            if not findings:
+                findings = [Finding("HCA-007", Status.OK, subj, "active MTU as expected")]
+        return findings
 
     # ---------------------------------------------------------------- stage 2
     def pair_stage(self, plan: Plan, done: set[str], skip: set[str]) -> None:
@@ -241,6 +257,7 @@ class Runner:
         bw = self.suite.checks.perftest_bw
         assert bw is not None
         attempts: list[tuple[list[Finding], CommandResult | None, dict[str, Any]]] = []
+        jumbo = self._jumbo_ping(server, client, rail, step, skip=skip)
         for attempt in range(bw.repeats):
             findings, result, meta = self._pair_once(
                 server, client, rail, f"{step}/{attempt}", skip=skip
@@ -253,7 +270,49 @@ class Runner:
             combined = combine_attempts([a[0] for a in attempts])
             findings = [combined]
             meta["attempts"] = [a[2].get("bw_gbps") for a in attempts]
+        if jumbo is not None:
+            findings = jumbo[0] + findings
+            meta["jumbo_ping"] = jumbo[1]
         self._record(step, "pair", client, "perftest", result, findings, meta)
+
+    def _jumbo_ping(
+        self, server: str, client: str, rail: int, step: str, *, skip: set[str]
+    ) -> tuple[list[Finding], str] | None:
+        """C-25: a ping of the design MTU with DF set from the client's rail interface to
+        the server's rail address (RoCE; IB pairs have no address in the cabling map)."""
+        s_node, c_node = self.cluster.node(server), self.cluster.node(client)
+        hca_s = next((h for h in s_node.hcas if h.rail == rail), None)
+        hca_c = next((h for h in c_node.hcas if h.rail == rail), None)
+        if (
+            self.cluster.fabric.type != "roce"
+            or hca_s is None
+            or hca_c is None
+            or hca_s.address is None
+            or {server, client} & skip
+        ):
+            return None
+        mtu = min(designed_mtu(s_node, self.cluster), designed_mtu(c_node, self.cluster))
+        argv = ["ping", "-M", "do", "-s", str(mtu - 28), "-c", "3", "-i", "0.2", "-W", "1"]
+        argv += ["-I", hca_c.netdev, hca_s.address]
+        result = self.executor.run(self.targets[client], argv, 15)
+        saved = self.rundir.save_output(step + "/ping", result)["stdout"]
+        subj = Subject(
+            node=client,
+            hca=hca_c.device,
+            port=1,
+            peer=f"{server}/{hca_s.device}",
+            switch=hca_c.switch,
+            switch_port=hca_c.port,
+        )
+        if result.error is not None or result.timed_out:
+            why = result.error or "ping timed out"
+            return [Finding("PING-000", Status.ERROR, subj, why)], saved
+        try:
+            parsed = parse("ping", result.stdout + "\n" + result.stderr)
+        except ParseError as exc:
+            msg = f"ping exited {result.rc} without statistics ({exc})"
+            return [Finding("PING-000", Status.ERROR, subj, msg)], saved
+        return check_jumbo_ping(parsed, mtu, subject=subj), saved
 
     def _pair_once(
         self, server: str, client: str, rail: int, step: str, *, skip: set[str]
