@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -82,11 +83,67 @@ VERDICTS = {
     "ofed_info/mlnx-ofed-short": "FAIL",
     "show_gids/no-trailer-line": "FAIL",  # one HCA listed; the node has eight
     "show_gids/trailer-count-mismatch": "ERROR",
+    "host-tuning/lab-node-provisioned": "OK",
+    "host-tuning/drift-mtu-ecn-cnp-irq-hugepages": "FAIL",
+    "host-tuning/inbox-driver-no-ecn-missing-netdev": "FAIL",
+    "host-tuning/cut-off": "ERROR",
+    "host-tuning/not-a-read-back": "ERROR",
+    "ping/jumbo-ok": "OK",
+    "ping/one-lost": "WARN",
+    "ping/dropped-by-a-hop": "FAIL",
+    "ping/local-mtu-1500": "FAIL",
+    "ping/frag-needed": "FAIL",
+    "ping/cut-before-statistics": "ERROR",
+    "ping/no-such-interface": "ERROR",
 }
 ALL = sorted(FIX.glob("*/*.txt"))
 
 
+def lab_inventory(dest: Path, irqbalance: str = "ban") -> Path:
+    """The inventory `rackops lab up --nodes 2` writes (netdevs, tuning), without a lab."""
+    import yaml
+
+    from rackops.lab.inventory import write_inventory
+    from rackops.lab.model import LabNode, LabState
+
+    dest.mkdir(parents=True, exist_ok=True)
+    nodes = [
+        LabNode(
+            f"node0{i}",
+            i,
+            f"c{i}",
+            2300 + i,
+            f"198.19.0.{10 + i}",
+            {r: f"198.18.{r}.{10 + i}" for r in range(8)},
+        )
+        for i in (1, 2)
+    ]
+    state = LabState(
+        "rackops-lab",
+        "podman",
+        dest,
+        "img",
+        False,
+        dest / "inv",
+        dest / "key",
+        [],
+        {"ofed": "25.07-0.9.7", "driver": "580.95.05", "dcgm": "4.4.1"},
+        nodes,
+    )
+    write_inventory(state, dest / "inv")
+    tuning = dest / "inv" / "group_vars" / "gpu_nodes" / "tuning.yml"
+    data = yaml.safe_load(tuning.read_text())
+    data["rackops_host_tuning"]["irqbalance"] = irqbalance
+    tuning.write_text(yaml.safe_dump(data))
+    return dest / "inv"
+
+
+LAB_INV = lab_inventory(Path(tempfile.mkdtemp(prefix="rackops-test-inv-")))
+
+
 def _args(tool: str) -> list[str]:
+    if tool in ("host-tuning", "ping"):
+        return ["-i", str(LAB_INV), "--node", "node01"]
     if tool in ("mlnx_qos", "show_gids", "ofed_info"):
         return ["-i", str(ROOT / "inventories/example-roce"), "--node", "node01"]
     if tool in ("nvidia-smi-topo",):
@@ -286,3 +343,72 @@ def test_offline_context_from_inventory_node() -> None:
         "mlx5_6",
         "mlx5_7",
     }
+
+
+# --- host tuning read back against the design (issue: drift is a FAIL naming the setting) ---
+
+
+def _tuning(case: str, irqbalance: str = "ban", tmp: Path | None = None) -> list[Finding]:
+    from rackops.checks.tuning import check_host_tuning
+
+    inv = LAB_INV if tmp is None else lab_inventory(tmp, irqbalance)
+    cluster = load_inventory(inv).raise_for_errors()
+    return check_host_tuning(
+        fixture("host-tuning", case),  # type: ignore[arg-type]
+        cluster.node("node01"),
+        cluster,
+    )
+
+
+def test_drift_names_setting_live_and_designed_value() -> None:
+    found = {
+        (
+            f.code,
+            f.subject.hca,
+            f.observed if not isinstance(f.observed, list) else len(f.observed),
+            f.expected,
+        )
+        for f in _tuning("drift-mtu-ecn-cnp-irq-hugepages")
+        if f.status is Status.FAIL
+    }
+    assert found == {
+        ("HOST-MTU", "mlx5_1", 1500, 9000),
+        ("C-20", "mlx5_2", "0", "1"),
+        ("C-09", "mlx5_2", "4", 48),
+        ("C-37", "mlx5_4", 1, "16-31"),
+        ("C-38", None, 1, 2),
+    }
+    mtu = next(f for f in _tuning("drift-mtu-ecn-cnp-irq-hugepages") if f.code == "HOST-MTU")
+    assert (mtu.subject.switch, mtu.subject.switch_port) == ("leaf-r1", "Ethernet0")
+    assert "role net_mtu" in (mtu.remediation or "")
+
+
+def test_running_irqbalance_fails_only_when_the_design_stops_it(tmp_path: Path) -> None:
+    ban = _tuning("drift-mtu-ecn-cnp-irq-hugepages")
+    assert not [f for f in ban if f.code == "C-37" and f.subject.hca is None]
+    stop = _tuning("drift-mtu-ecn-cnp-irq-hugepages", "stop", tmp_path)
+    (node_level,) = [f for f in stop if f.code == "C-37" and f.subject.hca is None]
+    assert node_level.status is Status.FAIL and "irqbalance is running" in node_level.message
+
+
+def test_what_cannot_be_read_is_not_a_pass() -> None:
+    findings = _tuning("inbox-driver-no-ecn-missing-netdev")
+    assert codes(findings, Status.FAIL) == ["HOST-NETDEV"]
+    assert [f.subject.hca for f in findings if f.code == "HOST-NETDEV"] == ["mlx5_0"]
+    assert set(codes(findings, Status.WARN)) == {"HOST-ECN-000"}
+    assert len(codes(findings, Status.WARN)) == 7  # every other interface: DCQCN unverified
+    assert "HOST-OK" not in codes(findings, Status.OK)
+
+
+def test_jumbo_ping_says_which_mtu_stopped_it() -> None:
+    from rackops.checks.tuning import check_jumbo_ping
+
+    subj = Subject(node="node02", hca="mlx5_1")
+    (local,) = check_jumbo_ping(fixture("ping", "local-mtu-1500"), 9000, subject=subj)  # type: ignore[arg-type]
+    assert local.status is Status.FAIL and local.observed == 1500 and "mtu=1500" in local.message
+    (hop,) = check_jumbo_ping(fixture("ping", "dropped-by-a-hop"), 9000, subject=subj)  # type: ignore[arg-type]
+    assert (
+        hop.status is Status.FAIL
+        and "0/3 answered" in hop.message
+        and "C-22" in (hop.remediation or "")
+    )

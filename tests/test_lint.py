@@ -92,6 +92,20 @@ def design(
 
 CASES = [
     Case(
+        "INV001-tuning",
+        "example-roce",
+        hv("node02", "rackops_host_tuning", {"hugepages": {"size_kb": 4096, "total": 8}}),
+        "INV001",
+        ("node02", "rackops_host_tuning.hugepages.size_kb"),
+    ),
+    Case(
+        "INV001-irqbalance",
+        "example-roce",
+        hv("node01", "rackops_host_tuning", {"irqbalance": "off"}),
+        "INV001",
+        ("node01", "rackops_host_tuning.irqbalance"),
+    ),
+    Case(
         "INV001-type",
         "example-roce",
         _hca("node02", 1, "rail", "one"),
