@@ -19,6 +19,7 @@ import pytest
 from rackops import lab
 from rackops.checks import check_nccl, check_perftest
 from rackops.findings import Status, worst
+from rackops.lab.inventory import netdev
 from rackops.lab.lab import lab_workdir
 from rackops.lint import lint_inventory
 from rackops.parsers import parse
@@ -149,8 +150,28 @@ def test_testinfra_reaches_targets(rack: lab.lab.LabState) -> None:
         assert host.run("ofed_info -s").stdout.strip() == f"OFED-internal-{rack.versions['ofed']}:"
 
 
+def _raise_rails_mtu(rack: lab.lab.LabState, *nodes: str) -> None:
+    """What the net_mtu role does (tests/test_roles_lab.py runs the role itself)."""
+    for node in nodes:
+        cmd = "; ".join(f"sudo ip link set dev {netdev(r)} mtu 9000" for r in range(8))
+        assert ssh(rack, node, cmd).returncode == 0
+
+
+def test_leaf_ports_carry_jumbo_frames_once_the_hosts_are_raised(rack: lab.lab.LabState) -> None:
+    test_stand_in_packages_install_idempotently(rack)
+    peer = rack.nodes[2].rails[0]  # node03, rail 0
+    jumbo = f"sudo ping -M do -s 8972 -c 1 -W 1 -I {netdev(0)} {peer}"
+    # targets start at 1500, as a fresh host does: RoCE active_mtu follows (iboe_get_mtu)
+    assert "active_mtu:\t\t1024 (3)" in ssh(rack, "node01", "ibv_devinfo -d mlx5_0").stdout
+    assert "message too long" in ssh(rack, "node01", jumbo).stderr
+    _raise_rails_mtu(rack, "node01", "node03")
+    assert "active_mtu:\t\t4096 (5)" in ssh(rack, "node01", "ibv_devinfo -d mlx5_0").stdout
+    assert ssh(rack, "node01", jumbo).returncode == 0  # the leaf port (bridge) runs at 9216
+
+
 def test_rdma_pairs_really_connect_and_show_the_slow_cable(rack: lab.lab.LabState) -> None:
     test_stand_in_packages_install_idempotently(rack)
+    _raise_rails_mtu(rack, "node01", "node02", "node03")
 
     def pair(server: str, client: str, dev: str, rail: int, port: int) -> str:
         ssh(

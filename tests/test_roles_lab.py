@@ -9,12 +9,15 @@ import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from test_lab import VENV_BIN, pytestmark  # noqa: F401  (same skip/require rules)
 
 from rackops import lab
+from rackops.lab.inventory import netdev
 from rackops.lab.lab import LabState, lab_workdir
+from rackops.lab.repo import HW_ROOT
 
 ROOT = Path(__file__).resolve().parent.parent
 DRIVER, OFED = "580.95.05", "25.07-0.9.7"
@@ -102,6 +105,74 @@ def test_state_with_testinfra(converged: LabState) -> None:
         assert "Priority trust state: dscp" in live
 
 
+def test_tuning_state_with_testinfra(converged: LabState) -> None:
+    """Persistent files and units of net_mtu, hugepages, irq_affinity, and the applied
+    state; reads are batched (testinfra runs one SSH command per call)."""
+    import testinfra
+
+    hw = HW_ROOT
+    for node in ("node01", "node02"):
+        host = testinfra.get_host(
+            f"ssh://{node}", ssh_config=str(converged.workdir / "ssh_config"), sudo=True
+        )
+        files = host.check_output(
+            "grep -H . /etc/network/interfaces.d/60-rackops-* /etc/sysctl.d/60-rackops-fabric.conf"
+            " /etc/default/grub.d/60-rackops-hugepages.cfg /etc/rackops/hugepages.env"
+            " /etc/rackops/irq-affinity.env /etc/fstab /etc/default/irqbalance 2>/dev/null; true"
+        )
+        for r in range(8):
+            nd = netdev(r)
+            assert f"60-rackops-{nd}:    mtu 9000" in files
+            assert f"60-rackops-fabric.conf:net.ipv4.conf.{nd}.arp_ignore=1" in files
+        assert (
+            '60-rackops-hugepages.cfg:GRUB_CMDLINE_LINUX="$GRUB_CMDLINE_LINUX '
+            'default_hugepagesz=1G hugepagesz=1G hugepages=0:2,1:2"' in files
+        )
+        assert "/etc/fstab:none /dev/hugepages1G hugetlbfs pagesize=1G 0 0" in files
+        assert 'hugepages.env:PER_NODE="0:2 1:2"' in files
+        for unit in ("rackops-hugepages", "rackops-irq-affinity", "rackops-roce-qos"):
+            assert host.service(unit).is_enabled
+        state = host.check_output(
+            f"for n in /sys/class/net/enp*; do echo ${{n##*/}} $(cat $n/mtu); done;"
+            f" grep -H . {hw}/sys/devices/system/node/node*/hugepages/hugepages-1048576kB/"
+            f"nr_hugepages {hw}/sys/class/net/*/device/local_cpulist"
+            f" {hw}/sys/class/net/*/ecn/roce_np/enable/3 {hw}/proc/irq/*/smp_affinity_list"
+        )
+        for r in range(8):
+            assert f"{netdev(r)} 9000" in state  # live MTU
+            assert f"{hw}/sys/class/net/{netdev(r)}/ecn/roce_np/enable/3:1" in state
+        assert state.count("hugepages-1048576kB/nr_hugepages:2") == 2
+        cpulist = {
+            line.split("/")[-3]: line.rsplit(":", 1)[1]
+            for line in state.splitlines()
+            if line.endswith(("0-15", "16-31")) and "local_cpulist" in line
+        }
+        affinity = {
+            int(line.split("/")[-2]): line.rsplit(":", 1)[1]
+            for line in state.splitlines()
+            if "smp_affinity_list" in line
+        }
+        for r in range(8):  # every completion IRQ (all but the first) on its NIC's CPUs
+            lo, hi = map(int, cpulist[netdev(r)].split("-"))
+            first = 100 + r * 17
+            assert all(lo <= int(affinity[irq]) <= hi for irq in range(first + 1, first + 17))
+            assert affinity[first] == "0-31"  # the async vector is left alone
+
+
+def test_host_design_the_fabric_cannot_carry_is_refused(converged: LabState) -> None:
+    proc = provision(converged, "-e", "net_mtu_value=1500", "--tags", "net_mtu_preflight")
+    assert proc.returncode != 0 and "MTU 1500 does not suit a roce fabric" in proc.stdout
+    proc = provision(
+        converged,
+        "-e",
+        '{"hugepages_per_node": {"0": 2, "3": 2}, "hugepages_max_ram_pct": 1}',
+        "--tags",
+        "hugepages_preflight",
+    )
+    assert proc.returncode != 0
+    assert "NUMA node(s) 3 do not exist (the host has 0, 1)" in proc.stdout
+
+
 def test_fabric_manager_differing_from_driver_is_refused(converged: LabState) -> None:
     proc = provision(
         converged,
@@ -173,59 +244,87 @@ def test_validate_finds_the_stack_as_provisioned(converged: LabState, tmp_path: 
         assert report["nodes"][node]["nvidia-smi-xml"] == "OK"  # driver equals the pin
 
 
-def test_live_qos_drift_is_a_finding(converged: LabState, tmp_path: Path) -> None:
-    drift = subprocess.run(
-        [
-            "ssh",
-            "-F",
-            str(converged.workdir / "ssh_config"),
-            "node02",
-            "sudo mlnx_qos -i enp41s0np0 --pfc 0,0,0,1,0,0,1,0",
-        ],
+def on(state: LabState, node: str, cmd: str) -> None:
+    proc = subprocess.run(
+        ["ssh", "-F", str(state.workdir / "ssh_config"), node, cmd],
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
     )
-    assert drift.returncode == 0, drift.stderr
-    try:
-        proc = subprocess.run(
-            [
-                str(VENV_BIN / "rackops"),
-                "validate",
-                "-i",
-                str(converged.inventory),
-                "--suite",
-                "lab",
-                "--accept-new-host-keys",
-                "--run-dir",
-                str(tmp_path / "run"),
-            ],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=False,
+    assert proc.returncode == 0, proc.stderr
+
+
+def validate(state: LabState, run: Path) -> tuple[int, dict[str, Any]]:
+    proc = subprocess.run(
+        [
+            str(VENV_BIN / "rackops"),
+            "validate",
+            "-i",
+            str(state.inventory),
+            "--suite",
+            "lab",
+            "--accept-new-host-keys",
+            "--run-dir",
+            str(run),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc.returncode, json.loads((run / "report.json").read_text())
+
+
+def test_drift_fails_naming_setting_live_and_design_then_provision_repairs(
+    converged: LabState, tmp_path: Path
+) -> None:
+    hw = HW_ROOT
+    on(converged, "node02", "sudo ip link set dev enp41s0np0 mtu 1500")  # mlx5_1
+    on(
+        converged,
+        "node02",
+        f"echo 0 | sudo tee {hw}/sys/class/net/enp58s0np0/ecn/roce_np/enable/3"  # mlx5_2
+        f" && echo 4 | sudo tee {hw}/sys/class/net/enp58s0np0/ecn/roce_np/cnp_dscp"
+        f" && echo 1 | sudo tee {hw}/sys/devices/system/node/node1/hugepages/"
+        "hugepages-1048576kB/nr_hugepages"
+        " && sudo mlnx_qos -i enp24s0np0 --pfc 0,0,0,1,0,0,1,0",  # mlx5_0: PFC on CNP prio
+    )
+    on(converged, "node01", f"echo 0-31 | sudo tee {hw}/proc/irq/170/smp_affinity_list")  # mlx5_4
+    rc, report = validate(converged, tmp_path / "drift")
+    assert rc == 2 and report["verdict"] == "REJECTED"
+    found = {
+        (
+            f["subject"]["node"],
+            f["code"],
+            f["subject"]["hca"],
+            str(f["observed"]),
+            str(f["expected"]),
         )
-        report = json.loads((tmp_path / "run" / "report.json").read_text())
-        assert proc.returncode == 2
-        (culprit,) = report["culprits"]
-        assert (culprit["node"], culprit["hca"], culprit["switch"]) == (
-            "node02",
-            "mlx5_1",
-            "leaf-r1",
-        )
-        assert "PFC is on the CNP priority 6 (0,0,0,1,0,0,1,0)" in culprit["message"]
-    finally:
-        subprocess.run(
-            [
-                "ssh",
-                "-F",
-                str(converged.workdir / "ssh_config"),
-                "node02",
-                "sudo /usr/local/sbin/rackops-roce-qos",
-            ],
-            capture_output=True,
-            timeout=60,
-            check=False,
-        )
+        for c in report["culprits"]
+        for f in c["evidence"]
+        if f.get("status") == "FAIL"
+    }
+    assert found == {
+        ("node02", "HOST-MTU", "mlx5_1", "1500", "9000"),
+        ("node02", "HCA-007", "mlx5_1", "1024", "4096"),  # active_mtu follows the netdev
+        ("node02", "C-20", "mlx5_2", "0", "1"),
+        ("node02", "C-09", "mlx5_2", "4", "48"),
+        ("node02", "C-38", None, "1", "2"),
+        ("node02", "C-14", "mlx5_0", "0,0,0,1,0,0,1,0", "0,0,0,1,0,0,0,0"),
+        ("node01", "C-37", "mlx5_4", "['IRQ 170 on CPUs 0-31']", "16-31"),
+    }, found
+    repair = provision(converged)
+    assert repair.returncode == 0, repair.stdout[-2000:]
+    # node01: the IRQ; node02: the MTU, the hugepage pool, the QoS (ECN, CNP DSCP, PFC at once)
+    assert {n: r["changed"] for n, r in recap(repair.stdout).items()} == {"node01": 1, "node02": 3}
+    rc, report = validate(converged, tmp_path / "repaired")
+    assert rc == 0 and report["verdict"] == "ACCEPTED", report["culprits"]
+    # the jumbo ping of every rail pair passed (C-25), through leaf ports at MTU 9216
+    records = [json.loads(r) for r in (tmp_path / "repaired" / "results.jsonl").open()]
+    pings = [
+        f for r in records if r["kind"] == "pair" for f in r["findings"] if f["code"] == "C-25"
+    ]
+    assert len(pings) == 8 and all(f["status"] == "OK" for f in pings), pings
