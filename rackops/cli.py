@@ -136,7 +136,7 @@ def _cmd_lab(args: argparse.Namespace) -> int:
             for line in log:
                 print(f"lab: {line}", file=sys.stderr)
         for node in state.nodes:
-            where = f"127.0.0.1:{node.ssh_port}" if node.started else "not started"
+            where = f"{node.ssh_host}:{node.ssh_port}" if node.started else "not started"
             print(f"{node.name}  {where}  mgmt {node.mgmt_ip}")
         print(f"ssh -F {state.workdir / 'ssh_config'} node01")
         return ExitCode.OK
@@ -327,7 +327,12 @@ def build_parser() -> argparse.ArgumentParser:
     labp.add_argument("--dest", help="repo: where to build it (default build/lab-repo)")
     labp.add_argument("--nodes", type=int, default=4, help="number of targets (default 4)")
     labp.add_argument("--scenario", help="YAML file: hardware per node and injected faults")
-    labp.add_argument("--engine", choices=("podman", "docker"), default="podman")
+    labp.add_argument(
+        "--engine",
+        choices=("podman", "docker", "nspawn"),
+        default="podman",
+        help="nspawn: systemd-nspawn targets, systemd as PID 1, per-target net.* sysctls",
+    )
     labp.add_argument(
         "--systemd",
         action="store_true",

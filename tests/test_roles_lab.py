@@ -23,15 +23,30 @@ ROOT = Path(__file__).resolve().parent.parent
 DRIVER, OFED = "580.95.05", "25.07-0.9.7"
 
 
+def machine() -> dict[str, object]:
+    """What the lab must leave as it found it: network interfaces, a kernel-global sysctl."""
+    return {
+        "links": sorted(p.name for p in Path("/sys/class/net").iterdir()),
+        "swappiness": Path("/proc/sys/vm/swappiness").read_text(),
+        "nspawn": subprocess.run(
+            ["pgrep", "-c", "-x", "systemd-nspawn"], capture_output=True, text=True, check=False
+        ).stdout.strip(),
+    }
+
+
 @pytest.fixture(scope="module")
 def rack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabState]:
+    """Two systemd-nspawn targets: systemd as PID 1 and /proc/sys/net their own, so the
+    roles' per-interface net.* sysctls are applied for real (and vm.* is refused)."""
     assert LabState.load(lab_workdir(None)) is None, "a lab is already up: rackops lab down"
     tmp = tmp_path_factory.mktemp("roles")
-    state = lab.up(nodes=2, systemd=True, inventory=str(tmp / "inv"))
+    before = machine()
+    state = lab.up(nodes=2, engine_name="nspawn", inventory=str(tmp / "inv"))
     try:
         yield state
     finally:
         lab.down()
+    assert machine() == before
 
 
 def provision(state: LabState, *extra: str) -> subprocess.CompletedProcess[str]:
@@ -138,8 +153,14 @@ def test_tuning_state_with_testinfra(converged: LabState) -> None:
             f"nr_hugepages {hw}/sys/class/net/*/device/local_cpulist"
             f" {hw}/sys/class/net/*/ecn/roce_np/enable/3 {hw}/proc/irq/*/smp_affinity_list"
         )
+        live_net = host.check_output(
+            "grep -H . /proc/sys/net/ipv4/conf/enp*/arp_ignore"
+            " /proc/sys/net/ipv4/conf/enp*/arp_announce"
+        )
         for r in range(8):
             assert f"{netdev(r)} 9000" in state  # live MTU
+            assert f"/proc/sys/net/ipv4/conf/{netdev(r)}/arp_ignore:1" in live_net  # applied
+            assert f"/proc/sys/net/ipv4/conf/{netdev(r)}/arp_announce:2" in live_net
             assert f"{hw}/sys/class/net/{netdev(r)}/ecn/roce_np/enable/3:1" in state
         assert state.count("hugepages-1048576kB/nr_hugepages:2") == 2
         cpulist = {
@@ -157,6 +178,26 @@ def test_tuning_state_with_testinfra(converged: LabState) -> None:
             first = 100 + r * 17
             assert all(lo <= int(affinity[irq]) <= hi for irq in range(first + 1, first + 17))
             assert affinity[first] == "0-31"  # the async vector is left alone
+
+
+def test_kernel_global_settings_stay_refused(converged: LabState) -> None:
+    before = Path("/proc/sys/vm/swappiness").read_text()
+    proc = subprocess.run(
+        [
+            "ssh",
+            "-F",
+            str(converged.workdir / "ssh_config"),
+            "node01",
+            "systemctl is-system-running; sudo /usr/sbin/sysctl -w vm.swappiness=61",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.stdout.splitlines()[0] == "running", proc.stdout
+    assert "permission denied" in proc.stderr.lower()
+    assert Path("/proc/sys/vm/swappiness").read_text() == before
 
 
 def test_host_design_the_fabric_cannot_carry_is_refused(converged: LabState) -> None:

@@ -41,7 +41,7 @@ def write_inventory(state: LabState, dest: Path) -> None:
     nodes: list[LabNode] = state.nodes
     for old in (dest / "host_vars").glob("*.yml") if (dest / "host_vars").exists() else []:
         old.unlink()
-    hosts = {n.name: {"ansible_host": "127.0.0.1", "ansible_port": n.ssh_port} for n in nodes}
+    hosts = {n.name: {"ansible_host": n.ssh_host, "ansible_port": n.ssh_port} for n in nodes}
     leaves: dict[str, dict[str, Any]] = {o: {"hosts": {}} for o in dict.fromkeys(LEAF_OS)}
     for r in range(RAILS):
         leaves[LEAF_OS[r]]["hosts"][f"leaf-r{r}"] = {
@@ -161,7 +161,7 @@ def write_inventory(state: LabState, dest: Path) -> None:
     for n in nodes:
         lines += [
             f"Host {n.name}",
-            "  HostName 127.0.0.1",
+            f"  HostName {n.ssh_host}",
             f"  Port {n.ssh_port}",
             "  User ci",
             f"  IdentityFile {state.key}",

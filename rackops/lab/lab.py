@@ -19,12 +19,13 @@ import time
 from pathlib import Path
 
 from rackops.inventory.model import Versions
+from rackops.lab import nspawn
 from rackops.lab.engine import LABEL, Engine, LabError
 from rackops.lab.hoststate import restore, snapshot
 from rackops.lab.inventory import RAILS, netdev, write_inventory
 from rackops.lab.model import MGMT_NET, RAIL_NET, LabNode, LabState
 from rackops.lab.repo import build_repo
-from rackops.lab.scenario import NodeSpec, Scenario, load_scenario
+from rackops.lab.scenario import Scenario, load_scenario
 
 PREFIX = "rackops-lab"
 DEFAULT_VERSIONS = Versions(
@@ -169,10 +170,10 @@ def _keys(workdir: Path) -> Path:
     return key
 
 
-def _wait_ssh(port: int, deadline: float) -> bool:
+def _wait_ssh(port: int, deadline: float, host: str = "127.0.0.1") -> bool:
     while time.monotonic() < deadline:
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+            with socket.create_connection((host, port), timeout=1) as s:
                 s.settimeout(1)
                 if s.recv(4).startswith(b"SSH"):
                     return True
@@ -198,8 +199,11 @@ def up(
     log = log if log is not None else []
     if not 1 <= nodes <= 200:
         raise LabError(f"--nodes {nodes}: a lab has 1 to 200 nodes")
-    if systemd and engine_name != "podman":
+    if systemd and engine_name not in ("podman", "nspawn"):
         raise LabError("--systemd needs podman (systemd as PID 1 via podman --systemd)")
+    nspawn_engine = engine_name == "nspawn"
+    if nspawn_engine and shutil.which("systemd-nspawn") is None:
+        raise LabError("--engine nspawn needs systemd-nspawn: apt-get install systemd-container")
     wd = lab_workdir(workdir)
     wd.mkdir(parents=True, exist_ok=True)
     if LabState.load(wd) is not None:
@@ -212,11 +216,25 @@ def up(
             f"scenario names {', '.join(unknown)}, but the lab has {names[0]}.."
             f"{names[-1]}; raise --nodes or fix the scenario"
         )
-    engine = Engine(engine_name, wd)
-    engine.configure()
-    if engine_name == "podman":  # before any podman networking, including image builds
-        snapshot(wd / "host-before.json")
-    image = ensure_image(engine, wd, suite, systemd, log)
+    engine = Engine("podman" if nspawn_engine else engine_name, wd)
+    if nspawn_engine:
+        owner = _subnet_in_use(f"{nspawn.MGMT}.0/24")
+        if owner is not None:
+            raise LabError(
+                f"the lab network {nspawn.MGMT}.0/24 is already in use on this machine"
+                f" ({owner}): another lab is up (`rackops lab down` in its checkout)"
+            )
+        image = str(
+            nspawn.prepare_base(
+                build_rootfs(_cache_dir(wd), suite, log), wd, suite, LAB_INIT, INIT_UNIT
+            )
+        )
+        systemd = True
+    else:
+        engine.configure()
+        if engine_name == "podman":  # before any podman networking, including image builds
+            snapshot(wd / "host-before.json")
+        image = ensure_image(engine, wd, suite, systemd, log)
     key = _keys(wd)
     build_repo(wd / "repo", versions)
     rails = {
@@ -237,7 +255,10 @@ def up(
     )
     state.save()  # from here on, `down` can clean up whatever exists
     try:
-        _start(engine, state, spec, names, rails, nets, port_base, log)
+        if nspawn_engine:
+            _start_nspawn(state, spec, names, rails, log)
+        else:
+            _start(engine, state, spec, names, rails, nets, port_base, log)
     except BaseException:
         # a half-started lab is taken down again: nothing of it, and no state, is left behind
         try:
@@ -248,6 +269,53 @@ def up(
     write_inventory(state, state.inventory)
     log.append(f"inventory: {state.inventory}")
     return state
+
+
+def _start_nspawn(
+    state: LabState,
+    spec: Scenario,
+    names: list[str],
+    rails: dict[str, dict[int, str]],
+    log: list[str],
+) -> None:
+    state.networks = []
+    for i, name in enumerate(names, 1):
+        ip = f"{nspawn.MGMT}.{10 + i}"
+        node = LabNode(
+            name,
+            i,
+            "",
+            22,
+            ip,
+            rails[name],
+            started=name not in spec.nodes or not spec.nodes[name].unreachable,
+            ssh_host=ip,
+        )
+        state.nodes.append(node)
+        if not node.started:
+            log.append(f"{name}: not started (scenario: unreachable)")
+    state.save()
+    faults = {
+        n: {
+            int(f.hca.split("_")[1]): int(f.mtu or SWITCH_MTU)
+            for f in s.faults
+            if f.kind == "switch_mtu" and f.hca
+        }
+        for n, s in spec.nodes.items()
+    }
+    started = time.monotonic()
+    nspawn.start(state, Path(state.image), RAILS, faults, SWITCH_MTU)
+    deadline = time.monotonic() + 60
+    for node in state.nodes:
+        if node.started and not _wait_ssh(node.ssh_port, deadline, node.ssh_host):
+            raise LabError(
+                f"{node.name}: no SSH banner on {node.ssh_host}:22 within 60 s; see"
+                f" {state.workdir / 'nspawn-logs' / (node.name + '.log')}"
+            )
+    log.append(
+        f"{sum(n.started for n in state.nodes)} nspawn targets answering SSH in "
+        f"{time.monotonic() - started:.1f} s"
+    )
 
 
 def _subnet_in_use(subnet: str) -> str | None:
@@ -354,6 +422,18 @@ def _start(
     )
 
 
+def _leaf_port_mtus(spec: Scenario) -> dict[str, dict[int, int]]:
+    """node -> rail -> MTU of its leaf port, for the ports a ``switch_mtu`` fault lowers."""
+    return {
+        name: {
+            int(f.hca.split("_")[1]): int(f.mtu or SWITCH_MTU)
+            for f in node.faults
+            if f.kind == "switch_mtu" and f.hca
+        }
+        for name, node in spec.nodes.items()
+    }
+
+
 def _set_mtu(dev: str, mtu: int) -> None:
     proc = subprocess.run(
         ["ip", "link", "set", "dev", dev, "mtu", str(mtu)],
@@ -389,11 +469,7 @@ def _switch_mtu(engine: Engine, state: LabState, spec: Scenario) -> None:
             ]
         ).stdout
         links = dict(line.split() for line in peers.splitlines() if len(line.split()) == 2)
-        faults = {
-            int(f.hca.split("_")[1]): int(f.mtu or SWITCH_MTU)
-            for f in spec.nodes.get(node.name, NodeSpec()).faults
-            if f.kind == "switch_mtu" and f.hca
-        }
+        faults = _leaf_port_mtus(spec).get(node.name, {})
         for r in node.rails:
             host_end = index.get(links.get(netdev(r), ""))
             if host_end is None:
@@ -451,9 +527,9 @@ def down(*, workdir: str | None = None, purge: bool = False) -> list[str]:
     """Remove every container and network of the lab; verify nothing is left."""
     wd = lab_workdir(workdir)
     state = LabState.load(wd)
-    engine = Engine(state.engine if state else "podman", wd)
+    removed = nspawn.down(state if state and state.engine == "nspawn" else None)
+    engine = Engine(state.engine if state and state.engine != "nspawn" else "podman", wd)
     engine.configure()
-    removed = []
     for name in engine.containers(PREFIX):
         engine.run(["rm", "-f", "-t", "0", name])
         removed.append(name)
@@ -492,8 +568,20 @@ def status(*, workdir: str | None = None) -> list[tuple[str, str, str]]:
         if not node.started:
             rows.append((node.name, "not started (unreachable by scenario)", "-"))
             continue
-        proc = engine.run(["inspect", "--format", "{{.State.Status}}", node.container], check=False)
-        run_state = proc.stdout.strip() or "missing"
-        ssh = "ssh ok" if _wait_ssh(node.ssh_port, time.monotonic() + 2) else "ssh down"
-        rows.append((node.name, run_state, f"127.0.0.1:{node.ssh_port} {ssh}"))
+        if state.engine == "nspawn":
+            alive = node.container.isdigit() and Path(f"/proc/{node.container}").exists()
+            run_state = "running" if alive else "missing"
+        else:
+            proc = engine.run(
+                ["inspect", "--format", "{{.State.Status}}", node.container], check=False
+            )
+            run_state = proc.stdout.strip() or "missing"
+        up_ = _wait_ssh(node.ssh_port, time.monotonic() + 2, node.ssh_host)
+        rows.append(
+            (
+                node.name,
+                run_state,
+                f"{node.ssh_host}:{node.ssh_port} {'ssh ok' if up_ else 'ssh down'}",
+            )
+        )
     return rows

@@ -20,6 +20,7 @@ class LabNode:
     mgmt_ip: str
     rails: dict[int, str]
     started: bool = True
+    ssh_host: str = "127.0.0.1"  # podman publishes SSH on loopback; nspawn: the mgmt address
 
 
 @dataclass
