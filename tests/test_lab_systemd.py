@@ -41,3 +41,20 @@ def test_systemd_target(tmp_path: Path) -> None:
         assert Path("/proc/sys/vm/swappiness").read_text() == swappiness
     finally:
         lab.down()
+
+
+def test_a_lab_subnet_already_in_use_is_refused_up_front(tmp_path: Path) -> None:
+    """Another lab up on the machine (another checkout) holds the management subnet: `up`
+    says which interface holds it and leaves no state behind."""
+    if LabState.load(lab_workdir(None)) is not None:
+        pytest.fail("a lab is already up in .lab: run `rackops lab down` first")
+    subprocess.run(["ip", "link", "add", "rkt-squat", "type", "bridge"], check=True)
+    try:
+        subprocess.run(["ip", "addr", "add", "198.19.64.1/24", "dev", "rkt-squat"], check=True)
+        with pytest.raises(
+            lab.lab.LabError, match=r"198\.19\.64\.0/24 is already in use .*rkt-squat"
+        ):
+            lab.up(nodes=1, engine_name="nspawn", inventory=str(tmp_path / "inv"))
+        assert LabState.load(lab_workdir(None)) is None
+    finally:
+        subprocess.run(["ip", "link", "del", "rkt-squat"], check=False)
