@@ -200,6 +200,28 @@ def test_kernel_global_settings_stay_refused(converged: LabState) -> None:
     assert Path("/proc/sys/vm/swappiness").read_text() == before
 
 
+def test_host_qos_disagreeing_with_the_switches_is_refused_before_any_change(
+    converged: LabState, tmp_path: Path
+) -> None:
+    import shutil
+
+    inv = tmp_path / "inv"
+    shutil.copytree(converged.inventory, inv)
+    with (inv / "host_vars" / "node02.yml").open("a") as fh:
+        fh.write("rackops_host_qos: {cnp_dscp: 40}\n")  # the switches classify CNP on 48
+    proc = subprocess.run(
+        [str(VENV_BIN / "ansible-playbook"), "-i", str(inv), "playbooks/provision.yml"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode != 0
+    assert "C-09" in proc.stdout and "node02" in proc.stdout
+    assert "PLAY [Provision the GPU nodes]" not in proc.stdout  # no node was touched
+
+
 def test_host_design_the_fabric_cannot_carry_is_refused(converged: LabState) -> None:
     proc = provision(converged, "-e", "net_mtu_value=1500", "--tags", "net_mtu_preflight")
     assert proc.returncode != 0 and "MTU 1500 does not suit a roce fabric" in proc.stdout
