@@ -1,6 +1,6 @@
 """How long the lab takes to come up and go down, once the image is cached.
 
-    sudo .venv/bin/python bench/lab_startup.py [--nodes 1 4 8] [--repeat 3]
+    sudo .venv/bin/python bench/lab_startup.py [--nodes 1 4 8] [--repeat 3] [--engine nspawn]
 
 Prints one row per size: median seconds until every target answers SSH (the figure
 `rackops lab up` logs), whole `up` wall time, and `down` wall time. Needs a cached image
@@ -21,14 +21,18 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--nodes", type=int, nargs="+", default=[1, 4, 8])
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--engine", choices=("podman", "nspawn"), default="podman")
     args = ap.parse_args()
-    print(f"{'nodes':>5} {'ssh ready s':>12} {'up s':>8} {'down s':>8}   (median of {args.repeat})")
+    print(
+        f"{args.engine}: {'nodes':>5} {'ssh ready s':>12} {'up s':>8} {'down s':>8}"
+        f"   (median of {args.repeat})"
+    )
     for n in args.nodes:
         ready, ups, downs = [], [], []
         for _ in range(args.repeat):
             log: list[str] = []
             t0 = time.monotonic()
-            lab.up(nodes=n, inventory="/tmp/rackops-bench-inv", log=log)
+            lab.up(nodes=n, engine_name=args.engine, inventory="/tmp/rackops-bench-inv", log=log)
             ups.append(time.monotonic() - t0)
             m = next(re.search(r"in ([\d.]+) s", line) for line in log if "answering" in line)
             assert m is not None
