@@ -18,7 +18,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
+from rackops.findings import Finding, Status, Subject
 from rackops.inventory.model import Cluster, Fabric, Hca, Mtu, Node, Versions
 from rackops.suites import load_suite
 from rackops.validate.plan import make_plan, random_matchings
@@ -73,33 +75,8 @@ def make_run_dir(path: Path, n: int = 1024) -> None:
     (path / "raw").mkdir()
     names = [f"n{i:04d}" for i in range(n)]
 
-    def f(code: str, status: str, **s: object) -> dict[str, object]:
-        subj = {
-            k: None
-            for k in (
-                "node",
-                "gpu",
-                "gpu_uuid",
-                "bus_id",
-                "hca",
-                "port",
-                "peer",
-                "switch",
-                "switch_port",
-            )
-        }
-        subj.update(s)
-        return {
-            "code": code,
-            "status": status,
-            "subject": subj,
-            "message": code,
-            "remediation": "",
-            "observed": None,
-            "expected": None,
-            "unit": None,
-            "attempts": [],
-        }
+    def f(code: str, status: str, **s: Any) -> dict[str, Any]:
+        return Finding(code, Status(status), Subject(**s), code, remediation="").as_dict()
 
     with (path / "results.jsonl").open("w") as fh:
         for i, node in enumerate(names):

@@ -9,9 +9,9 @@ import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
+from labkit import on_target, validate
 from test_lab import VENV_BIN, pytestmark  # noqa: F401  (same skip/require rules)
 
 from rackops import lab
@@ -282,72 +282,21 @@ def test_validate_finds_the_stack_as_provisioned(converged: LabState, tmp_path: 
         capture_output=True,
         timeout=300,
     )
-    proc = subprocess.run(
-        [
-            str(VENV_BIN / "rackops"),
-            "validate",
-            "-i",
-            str(converged.inventory),
-            "--suite",
-            "lab",
-            "--accept-new-host-keys",
-            "--run-dir",
-            str(tmp_path / "run"),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    report = json.loads((tmp_path / "run" / "report.json").read_text())
-    assert proc.returncode == 0, report["culprits"] + report["errors"]
+    rc, report = validate(converged.inventory, tmp_path / "run")
+    assert rc == 0, report["culprits"] + report["errors"]
     for node in ("node01", "node02"):
         assert report["nodes"][node]["ofed_info"] == "OK"  # equals the pinned OFED
         assert report["nodes"][node]["nvidia-smi-xml"] == "OK"  # driver equals the pin
-
-
-def on(state: LabState, node: str, cmd: str) -> None:
-    proc = subprocess.run(
-        ["ssh", "-F", str(state.workdir / "ssh_config"), node, cmd],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
-
-
-def validate(state: LabState, run: Path) -> tuple[int, dict[str, Any]]:
-    proc = subprocess.run(
-        [
-            str(VENV_BIN / "rackops"),
-            "validate",
-            "-i",
-            str(state.inventory),
-            "--suite",
-            "lab",
-            "--accept-new-host-keys",
-            "--run-dir",
-            str(run),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert "Traceback" not in proc.stderr, proc.stderr
-    return proc.returncode, json.loads((run / "report.json").read_text())
 
 
 def test_drift_fails_naming_setting_live_and_design_then_provision_repairs(
     converged: LabState, tmp_path: Path
 ) -> None:
     hw = HW_ROOT
-    on(converged, "node02", "sudo ip link set dev enp41s0np0 mtu 1500")  # mlx5_1
-    on(
-        converged,
+    ssh_config = converged.workdir / "ssh_config"
+    on_target(ssh_config, "node02", "sudo ip link set dev enp41s0np0 mtu 1500")  # mlx5_1
+    on_target(
+        ssh_config,
         "node02",
         f"echo 0 | sudo tee {hw}/sys/class/net/enp58s0np0/ecn/roce_np/enable/3"  # mlx5_2
         f" && echo 4 | sudo tee {hw}/sys/class/net/enp58s0np0/ecn/roce_np/cnp_dscp"
@@ -355,8 +304,10 @@ def test_drift_fails_naming_setting_live_and_design_then_provision_repairs(
         "hugepages-1048576kB/nr_hugepages"
         " && sudo mlnx_qos -i enp24s0np0 --pfc 0,0,0,1,0,0,1,0",  # mlx5_0: PFC on CNP prio
     )
-    on(converged, "node01", f"echo 0-31 | sudo tee {hw}/proc/irq/170/smp_affinity_list")  # mlx5_4
-    rc, report = validate(converged, tmp_path / "drift")
+    on_target(
+        ssh_config, "node01", f"echo 0-31 | sudo tee {hw}/proc/irq/170/smp_affinity_list"
+    )  # mlx5_4
+    rc, report = validate(converged.inventory, tmp_path / "drift")
     assert rc == 2 and report["verdict"] == "REJECTED"
     found = {
         (
@@ -383,7 +334,7 @@ def test_drift_fails_naming_setting_live_and_design_then_provision_repairs(
     assert repair.returncode == 0, repair.stdout[-2000:]
     # node01: the IRQ; node02: the MTU, the hugepage pool, the QoS (ECN, CNP DSCP, PFC at once)
     assert {n: r["changed"] for n, r in recap(repair.stdout).items()} == {"node01": 1, "node02": 3}
-    rc, report = validate(converged, tmp_path / "repaired")
+    rc, report = validate(converged.inventory, tmp_path / "repaired")
     assert rc == 0 and report["verdict"] == "ACCEPTED", report["culprits"]
     # the jumbo ping of every rail pair passed (C-25), through leaf ports at MTU 9216
     records = [json.loads(r) for r in (tmp_path / "repaired" / "results.jsonl").open()]

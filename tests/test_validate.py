@@ -15,6 +15,7 @@ from xml.etree import ElementTree as ET
 import pytest
 
 from rackops.cli import main
+from rackops.findings import Finding, Status, Subject
 from rackops.inventory import load_inventory
 from rackops.suites import load_suite
 from rackops.validate.executor import remote_command
@@ -93,32 +94,8 @@ def test_remote_command_quotes_every_argument() -> None:
 
 
 def _finding(code: str, status: str, **subject: Any) -> dict[str, Any]:
-    subj = {
-        k: None
-        for k in (
-            "node",
-            "gpu",
-            "gpu_uuid",
-            "bus_id",
-            "hca",
-            "port",
-            "peer",
-            "switch",
-            "switch_port",
-        )
-    }
-    subj.update(subject)
-    return {
-        "code": code,
-        "status": status,
-        "subject": subj,
-        "message": code,
-        "remediation": "fix",
-        "observed": None,
-        "expected": None,
-        "unit": None,
-        "attempts": [],
-    }
+    """A finding as results.jsonl holds it."""
+    return Finding(code, Status(status), Subject(**subject), code, remediation="fix").as_dict()
 
 
 def _pairs(nodes: list[str], rails: list[int], bad: Any) -> list[dict[str, Any]]:

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from labkit import validate, validate_argv
 from test_lab import VENV_BIN, pytestmark  # noqa: F401  (same skip/require rules)
 
 from rackops import lab
@@ -56,30 +57,6 @@ def lab_with(tmp: Path, nodes: int, scenario: str) -> Iterator[Path]:
         yield inv
     finally:
         lab.down()
-
-
-def validate(inv: Path, run: Path, *extra: str) -> tuple[int, dict[str, Any]]:
-    proc = subprocess.run(
-        [
-            str(VENV_BIN / "rackops"),
-            "validate",
-            "-i",
-            str(inv),
-            "--suite",
-            "lab",
-            "--accept-new-host-keys",
-            "--run-dir",
-            str(run),
-            *extra,
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-    )
-    assert "Traceback" not in proc.stderr, proc.stderr
-    return proc.returncode, json.loads((run / "report.json").read_text())
 
 
 def culprits(report: dict[str, Any]) -> set[tuple[Any, ...]]:
@@ -139,17 +116,7 @@ def test_injected_faults_are_named_exactly_and_resume_matches(tmp_path: Path) ->
         # kill a second run part-way through the pair rounds, then resume it
         run = tmp_path / "killed"
         proc = subprocess.Popen(
-            [
-                str(VENV_BIN / "rackops"),
-                "validate",
-                "-i",
-                str(inv),
-                "--suite",
-                "lab",
-                "--accept-new-host-keys",
-                "--run-dir",
-                str(run),
-            ],
+            validate_argv(inv, "--run-dir", str(run)),
             cwd=ROOT,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -169,17 +136,7 @@ def test_injected_faults_are_named_exactly_and_resume_matches(tmp_path: Path) ->
         partial = (run / "results.jsonl").read_text().count("\n")
         assert 0 < partial < len(records), partial
         proc2 = subprocess.run(
-            [
-                str(VENV_BIN / "rackops"),
-                "validate",
-                "-i",
-                str(inv),
-                "--suite",
-                "lab",
-                "--accept-new-host-keys",
-                "--resume",
-                str(run),
-            ],
+            validate_argv(inv, "--resume", str(run)),
             cwd=ROOT,
             capture_output=True,
             text=True,
