@@ -11,6 +11,18 @@ from typing import Any
 from test_lab import ROOT, VENV_BIN
 
 
+def playbook(inv: Path, name: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    """ansible-playbook playbooks/<name> on an inventory, from the repository root."""
+    return subprocess.run(
+        [str(VENV_BIN / "ansible-playbook"), "-i", str(inv), f"playbooks/{name}", *extra],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+
+
 def validate_argv(inv: Path, *extra: str) -> list[str]:
     """`rackops validate` on a lab inventory (suite `lab`); add --run-dir or --resume."""
     return [

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from labkit import on_target, validate
+from labkit import on_target, playbook, validate
 from test_lab import VENV_BIN, pytestmark  # noqa: F401  (same skip/require rules)
 
 from rackops import lab
@@ -50,20 +50,7 @@ def rack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabState]:
 
 
 def provision(state: LabState, *extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [
-            str(VENV_BIN / "ansible-playbook"),
-            "-i",
-            str(state.inventory),
-            "playbooks/provision.yml",
-            *extra,
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-    )
+    return playbook(state.inventory, "provision.yml", *extra)
 
 
 def recap(out: str) -> dict[str, dict[str, int]]:
@@ -209,14 +196,7 @@ def test_host_qos_disagreeing_with_the_switches_is_refused_before_any_change(
     shutil.copytree(converged.inventory, inv)
     with (inv / "host_vars" / "node02.yml").open("a") as fh:
         fh.write("rackops_host_qos: {cnp_dscp: 40}\n")  # the switches classify CNP on 48
-    proc = subprocess.run(
-        [str(VENV_BIN / "ansible-playbook"), "-i", str(inv), "playbooks/provision.yml"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    proc = playbook(inv, "provision.yml")
     assert proc.returncode != 0
     assert "C-09" in proc.stdout and "node02" in proc.stdout
     assert "PLAY [Provision the GPU nodes]" not in proc.stdout  # no node was touched

@@ -13,8 +13,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from labkit import validate, validate_argv
-from test_lab import VENV_BIN, pytestmark  # noqa: F401  (same skip/require rules)
+from labkit import playbook, validate, validate_argv
+from test_lab import pytestmark  # noqa: F401  (same skip/require rules)
 
 from rackops import lab
 from rackops.lab.lab import LabState, lab_workdir
@@ -29,29 +29,10 @@ def lab_with(tmp: Path, nodes: int, scenario: str) -> Iterator[Path]:
     inv = tmp / "inv"
     lab.up(nodes=nodes, scenario=str(tmp / "scenario.yaml"), inventory=str(inv))
     try:
-        proc = subprocess.run(
-            [str(VENV_BIN / "ansible-playbook"), "-i", str(inv), "playbooks/lab-hardware.yml"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=False,
-        )
+        proc = playbook(inv, "lab-hardware.yml")
         assert proc.returncode in (0, 4), proc.stdout[-2000:]  # 4: an unreachable node
-        qos = subprocess.run(
-            [
-                str(VENV_BIN / "ansible-playbook"),
-                "-i",
-                str(inv),
-                "playbooks/provision.yml",
-                "--tags",
-                "net_mtu,hugepages,irq_affinity,roce_host_qos",
-            ],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=False,
+        qos = playbook(
+            inv, "provision.yml", "--tags", "net_mtu,hugepages,irq_affinity,roce_host_qos"
         )
         assert qos.returncode in (0, 4), qos.stdout[-2000:]  # host tuning as designed
         yield inv

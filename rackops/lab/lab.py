@@ -28,6 +28,7 @@ from rackops.lab.repo import build_repo
 from rackops.lab.scenario import Scenario, load_scenario
 
 PREFIX = "rackops-lab"
+SWITCH_MTU = 9216  # the design's switch MTU in the lab inventory (rackops_fabric.mtu.switch)
 DEFAULT_VERSIONS = Versions(
     ofed="25.07-0.9.7", driver="580.95.05", fabric_manager="580.95.05", dcgm="4.4.1"
 )
@@ -218,12 +219,7 @@ def up(
         )
     engine = Engine("podman" if nspawn_engine else engine_name, wd)
     if nspawn_engine:
-        owner = _subnet_in_use(f"{nspawn.MGMT}.0/24")
-        if owner is not None:
-            raise LabError(
-                f"the lab network {nspawn.MGMT}.0/24 is already in use on this machine"
-                f" ({owner}): another lab is up (`rackops lab down` in its checkout)"
-            )
+        _refuse_subnet_in_use(f"{nspawn.MGMT}.0/24")
         image = str(
             nspawn.prepare_base(
                 build_rootfs(_cache_dir(wd), suite, log), wd, suite, LAB_INIT, INIT_UNIT
@@ -295,16 +291,8 @@ def _start_nspawn(
         if not node.started:
             log.append(f"{name}: not started (scenario: unreachable)")
     state.save()
-    faults = {
-        n: {
-            int(f.hca.split("_")[1]): int(f.mtu or SWITCH_MTU)
-            for f in s.faults
-            if f.kind == "switch_mtu" and f.hca
-        }
-        for n, s in spec.nodes.items()
-    }
     started = time.monotonic()
-    nspawn.start(state, Path(state.image), RAILS, faults, SWITCH_MTU)
+    nspawn.start(state, Path(state.image), RAILS, _leaf_port_mtus(spec), SWITCH_MTU)
     deadline = time.monotonic() + 60
     for node in state.nodes:
         if node.started and not _wait_ssh(node.ssh_port, deadline, node.ssh_host):
@@ -318,8 +306,9 @@ def _start_nspawn(
     )
 
 
-def _subnet_in_use(subnet: str) -> str | None:
-    """The host interface that already has an address in ``subnet`` (a.b.c.0/24), if any."""
+def _refuse_subnet_in_use(subnet: str) -> None:
+    """Refuse a lab subnet (a.b.c.0/24) that an interface of this machine already has an
+    address in: another lab is up, from this checkout or another one."""
     proc = subprocess.run(
         ["ip", "-o", "-4", "addr", "show"], capture_output=True, text=True, check=False
     )
@@ -327,8 +316,10 @@ def _subnet_in_use(subnet: str) -> str | None:
     for line in proc.stdout.splitlines():
         fields = line.split()
         if len(fields) > 3 and fields[3].startswith(prefix):
-            return fields[1]
-    return None
+            raise LabError(
+                f"the lab network {subnet} is already in use on this machine ({fields[1]}):"
+                " another lab is up (`rackops lab down` in its checkout)"
+            )
 
 
 def _start(
@@ -347,13 +338,7 @@ def _start(
     existing = set(engine.networks(PREFIX))
     for net, subnet in zip(nets, subnets, strict=True):
         if net not in existing:
-            owner = _subnet_in_use(subnet)
-            if owner is not None:
-                raise LabError(
-                    f"the lab network {subnet} is already in use on this machine ({owner}):"
-                    " another lab is up (`rackops lab down` in its checkout), or pick a machine"
-                    " where 198.18.0.0/15 is free"
-                )
+            _refuse_subnet_in_use(subnet)
             # Rails carry lab traffic only: internal networks need no NAT rules (faster).
             # No DNS: names come from --add-host, and no aardvark-dns daemon to clean up.
             internal = ["--internal"] if "rail" in net else []
@@ -456,6 +441,7 @@ def _switch_mtu(engine: Engine, state: LabState, spec: Scenario) -> None:
         except OSError:
             continue
     bridges: set[str] = set()
+    leaf_mtus = _leaf_port_mtus(spec)
     for node in state.nodes:
         if not node.started:
             continue
@@ -469,7 +455,7 @@ def _switch_mtu(engine: Engine, state: LabState, spec: Scenario) -> None:
             ]
         ).stdout
         links = dict(line.split() for line in peers.splitlines() if len(line.split()) == 2)
-        faults = _leaf_port_mtus(spec).get(node.name, {})
+        faults = leaf_mtus.get(node.name, {})
         for r in node.rails:
             host_end = index.get(links.get(netdev(r), ""))
             if host_end is None:
@@ -480,9 +466,6 @@ def _switch_mtu(engine: Engine, state: LabState, spec: Scenario) -> None:
                 bridges.add(master.resolve().name)
     for bridge in sorted(bridges):
         _set_mtu(bridge, SWITCH_MTU)
-
-
-SWITCH_MTU = 9216  # the design's switch MTU in the lab inventory
 
 
 def _lab_processes(marker: str) -> list[str]:

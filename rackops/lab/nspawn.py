@@ -141,12 +141,13 @@ def _wait_link(name: str, deadline: float) -> None:
         time.sleep(0.05)
 
 
-def host_ends(node: LabNode, rails: int) -> dict[str, str]:
-    """Host-side veth name -> name inside the target (at most 15 characters)."""
+def host_ends(node: LabNode, rails: int) -> list[tuple[str, str, int | None]]:
+    """(host-side veth name, name inside the target, rail or None for management); host
+    names stay within the 15-character limit."""
     from rackops.lab.inventory import netdev
 
-    ends = {f"{PREFIX}{node.index}m": "eth0"}
-    ends.update({f"{PREFIX}{node.index}r{r}": netdev(r) for r in range(rails)})
+    ends: list[tuple[str, str, int | None]] = [(f"{PREFIX}{node.index}m", "eth0", None)]
+    ends += [(f"{PREFIX}{node.index}r{r}", netdev(r), r) for r in range(rails)]
     return ends
 
 
@@ -183,7 +184,7 @@ def start(
             f"--machine={PREFIX}-{node.name}",
             f"--hostname={node.name}",
             "--console=passive",
-            *[f"--network-veth-extra={h}:{c}" for h, c in host_ends(node, rails).items()],
+            *[f"--network-veth-extra={h}:{c}" for h, c, _ in host_ends(node, rails)],
             f"--bind-ro={wd / 'ssh'}:/lab/ssh",
             f"--bind-ro={wd / 'scenario.json'}:/etc/rackops-hwsim/scenario.json",
             f"--bind-ro={wd / 'repo'}:/srv/rackops-repo",
@@ -211,26 +212,16 @@ def start(
         if not node.started:
             continue
         leader = _leader(int(node.container), deadline)
-        setup = [
-            "ip link set lo up",
-            f"ip addr add {node.mgmt_ip}/24 dev eth0",
-            "ip link set eth0 up",
-        ]
-        for host_end, inside in host_ends(node, rails).items():
+        setup = ["ip link set lo up"]
+        for host_end, inside, rail in host_ends(node, rails):
             _wait_link(host_end, deadline)
-            master = BRIDGE_MGMT if inside == "eth0" else f"{PREFIX}-r{host_end.rsplit('r', 1)[1]}"
-            mtu = (
-                1500
-                if inside == "eth0"
-                else switch_mtu.get(node.name, {}).get(int(host_end.rsplit("r", 1)[1]), default_mtu)
-            )
+            if rail is None:
+                master, mtu, address = BRIDGE_MGMT, 1500, node.mgmt_ip
+            else:
+                master, address = f"{PREFIX}-r{rail}", node.rails[rail]
+                mtu = switch_mtu.get(node.name, {}).get(rail, default_mtu)
             _run(["ip", "link", "set", host_end, "mtu", str(mtu), "master", master, "up"])
-            if inside != "eth0":
-                rail = int(host_end.rsplit("r", 1)[1])
-                setup += [
-                    f"ip addr replace {node.rails[rail]}/24 dev {inside}",
-                    f"ip link set {inside} up",
-                ]
+            setup += [f"ip addr replace {address}/24 dev {inside}", f"ip link set {inside} up"]
         # the target's ends arrive in its namespace while it boots: retry until they are there
         while True:
             try:

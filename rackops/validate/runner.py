@@ -275,6 +275,19 @@ class Runner:
             meta["jumbo_ping"] = jumbo[1]
         self._record(step, "pair", client, "perftest", result, findings, meta)
 
+    def _link_subject(self, server: str, client: str, rail: int) -> Subject:
+        """A pair's link as findings name it: the client's HCA and switch port, the peer."""
+        s_node, c_node = self.cluster.node(server), self.cluster.node(client)
+        hca_c = next(h for h in c_node.hcas if h.rail == rail)
+        return Subject(
+            node=client,
+            hca=hca_on_rail(c_node, rail),
+            port=1,
+            peer=f"{server}/{hca_on_rail(s_node, rail)}",
+            switch=hca_c.switch,
+            switch_port=hca_c.port,
+        )
+
     def _jumbo_ping(
         self, server: str, client: str, rail: int, step: str, *, skip: set[str]
     ) -> tuple[list[Finding], str] | None:
@@ -292,18 +305,11 @@ class Runner:
         ):
             return None
         mtu = min(designed_mtu(s_node, self.cluster), designed_mtu(c_node, self.cluster))
+        subj = self._link_subject(server, client, rail)
         argv = ["ping", "-M", "do", "-s", str(mtu - 28), "-c", "3", "-i", "0.2", "-W", "1"]
         argv += ["-I", hca_c.netdev, hca_s.address]
         result = self.executor.run(self.targets[client], argv, 15)
         saved = self.rundir.save_output(step + "/ping", result)["stdout"]
-        subj = Subject(
-            node=client,
-            hca=hca_c.device,
-            port=1,
-            peer=f"{server}/{hca_s.device}",
-            switch=hca_c.switch,
-            switch_port=hca_c.port,
-        )
         if result.error is not None or result.timed_out:
             why = result.error or "ping timed out"
             return [Finding("PING-000", Status.ERROR, subj, why)], saved
@@ -323,14 +329,7 @@ class Runner:
         dev_s, dev_c = hca_on_rail(s_node, rail), hca_on_rail(c_node, rail)
         hca_c = next(h for h in c_node.hcas if h.rail == rail)
         hca_s = next(h for h in s_node.hcas if h.rail == rail)
-        subj = Subject(
-            node=client,
-            hca=dev_c,
-            port=1,
-            peer=f"{server}/{dev_s}",
-            switch=hca_c.switch,
-            switch_port=hca_c.port,
-        )
+        subj = self._link_subject(server, client, rail)
         meta = {
             "server": server,
             "client": client,

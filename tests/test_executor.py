@@ -1,0 +1,113 @@
+"""The SSH executor's two races with sshd, replayed in the order sshd can produce them (no
+timing luck needed): output arriving after the exit status, and a session channel refused
+while the connection stays up."""
+
+from __future__ import annotations
+
+import threading
+
+import paramiko
+import pytest
+
+from rackops.validate import executor
+from rackops.validate.executor import Handle, SshExecutor, Target
+
+
+class LateOutputChannel:
+    """A channel whose exit status is ready before the last chunk of stdout and EOF."""
+
+    def __init__(self, chunks: list[bytes], late: bytes) -> None:
+        self.chunks, self.late = chunks, late
+        self.polls = 0
+        self.eof_received = False
+
+    def exit_status_ready(self) -> bool:
+        return True
+
+    def recv_exit_status(self) -> int:
+        return 0
+
+    def recv_ready(self) -> bool:
+        self.polls += 1
+        if not self.chunks and self.late and self.polls > 3:  # arrives after the status
+            self.chunks.append(self.late)
+            self.late = b""
+        return bool(self.chunks)
+
+    def recv(self, _n: int) -> bytes:
+        data = self.chunks.pop(0)
+        if not self.chunks and not self.late:
+            self.eof_received = True
+        return data
+
+    def recv_stderr_ready(self) -> bool:
+        return False
+
+    def close(self) -> None:
+        pass
+
+
+def _handle(channel: LateOutputChannel) -> Handle:
+    return Handle(Target("n1", "h"), ("ping",), channel, 0.0, 5)  # type: ignore[arg-type]
+
+
+STATS = b"3 packets transmitted, 3 received, 0% packet loss, time 405ms\n"
+
+
+def test_output_after_the_exit_status_is_read_to_eof() -> None:
+    result = _handle(LateOutputChannel([b"PING ...\n"], STATS)).wait(5)
+    assert result.rc == 0 and result.stdout.endswith(STATS.decode())
+
+
+def test_without_the_grace_the_output_is_cut(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The race the grace exists for: with it off, the statistics line is lost."""
+    monkeypatch.setattr(executor, "EOF_GRACE_S", 0.0)
+    result = _handle(LateOutputChannel([b"PING ...\n"], STATS)).wait(5)
+    assert "packets transmitted" not in result.stdout
+
+
+class RefusingTransport:
+    def __init__(self, refusals: int) -> None:
+        self.refusals, self.opened = refusals, 0
+
+    def is_active(self) -> bool:
+        return True
+
+    def open_session(self) -> str:
+        self.opened += 1
+        if self.opened <= self.refusals:
+            raise paramiko.ChannelException(2, "Connect failed")
+        return "channel"
+
+
+def test_a_refused_channel_is_retried(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(executor.time, "sleep", lambda _s: None)
+    transport = RefusingTransport(refusals=2)  # sshd refused twice, then accepted
+    assert SshExecutor._open_session(transport) == "channel"  # type: ignore[arg-type]
+    assert transport.opened == 3
+
+
+def test_a_channel_refused_every_time_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(executor.time, "sleep", lambda _s: None)
+    transport = RefusingTransport(refusals=executor.CHANNEL_TRIES)
+    with pytest.raises(paramiko.ChannelException):
+        SshExecutor._open_session(transport)  # type: ignore[arg-type]
+    assert transport.opened == executor.CHANNEL_TRIES
+
+
+def test_the_session_slot_is_given_back_when_the_channel_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(executor.time, "sleep", lambda _s: None)
+    ex = SshExecutor(max_sessions=1)
+    transport = RefusingTransport(refusals=99)
+
+    class Client:
+        def get_transport(self) -> RefusingTransport:
+            return transport
+
+    monkeypatch.setattr(ex, "_client", lambda _t: Client())
+    result = ex.run(Target("n1", "h"), ["true"], 5)
+    assert result.error is not None and "could not start" in result.error
+    assert ex._sessions["n1"].acquire(blocking=False)  # the one slot is free again
+    assert isinstance(ex._sessions["n1"], threading.Semaphore)
