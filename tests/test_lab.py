@@ -28,7 +28,16 @@ from rackops.profiles import load_profile
 ROOT = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(os.environ.get("VIRTUAL_ENV", ROOT / ".venv")) / "bin"
 PROFILE = load_profile("h100-sxm-roce400").profile
-NEEDS = ("podman", "debootstrap", "dpkg-deb", "dpkg-scanpackages", "ssh", "iptables")
+NEEDS = (
+    "podman",
+    "systemd-nspawn",
+    "nsenter",
+    "debootstrap",
+    "dpkg-deb",
+    "dpkg-scanpackages",
+    "ssh",
+    "iptables",
+)
 missing = [t for t in NEEDS if shutil.which(t) is None]
 if missing or os.geteuid() != 0:
     reason = f"lab needs root and {', '.join(missing) or 'nothing else'}"
