@@ -509,6 +509,8 @@ def _wait_gone(marker: str, timeout: float) -> list[str]:
 def down(*, workdir: str | None = None, purge: bool = False) -> list[str]:
     """Remove every container and network of the lab; verify nothing is left."""
     wd = lab_workdir(workdir)
+    if not wd.is_dir():
+        return []  # no lab was ever brought up here
     state = LabState.load(wd)
     removed = nspawn.down(state if state and state.engine == "nspawn" else None)
     engine = Engine(state.engine if state and state.engine != "nspawn" else "podman", wd)
