@@ -21,7 +21,8 @@ from rackops.lab.scenario import Fault, NodeSpec, Scenario, load_scenario
 from rackops.parsers import parse
 from rackops.profiles import load_profile
 
-HWSIM = Path(__file__).resolve().parent.parent / "rackops" / "lab" / "hwsim.py"
+# run as the targets run it: `python3 -m hwsim` with the package directory on PYTHONPATH
+HWSIM_PATH = str(Path(__file__).resolve().parent.parent / "rackops" / "lab")
 PROFILE = load_profile("h100-sxm-roce400").profile
 NODES = ["node01", "node02", "node03"]
 RAILS = {n: {r: f"198.18.{r}.{10 + i}" for r in range(8)} for i, n in enumerate(NODES, 1)}
@@ -48,11 +49,12 @@ class Sim:
             "RACKOPS_HWSIM_SCENARIO": str(self.path),
             "RACKOPS_HWSIM_STATE": str(self.state),
             "RACKOPS_HWSIM_NODE": node,
+            "PYTHONPATH": HWSIM_PATH,
         }
 
     def run(self, node: str, *args: str, timeout: float = 20) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, str(HWSIM), *args],
+            [sys.executable, "-m", "hwsim", *args],
             env=self.env(node),
             capture_output=True,
             text=True,
@@ -85,7 +87,8 @@ def pair(sim: Sim, server: str, client: str, dev: str, *extra: str) -> tuple[str
     srv = subprocess.Popen(
         [
             sys.executable,
-            str(HWSIM),
+            "-m",
+            "hwsim",
             "ib_write_bw",
             "-d",
             dev,
@@ -213,7 +216,7 @@ def test_bidirectional_mismatch_is_refused(tmp_path: Path) -> None:
     sim = Sim(tmp_path, {})
     port = str(_free_port())
     srv = subprocess.Popen(
-        [sys.executable, str(HWSIM), "ib_write_bw", "-p", port],
+        [sys.executable, "-m", "hwsim", "ib_write_bw", "-p", port],
         env=sim.env("node02"),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

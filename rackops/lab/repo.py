@@ -17,8 +17,10 @@ from pathlib import Path
 from rackops.errors import RackopsError
 from rackops.inventory.model import Versions
 
-HWSIM = Path(__file__).with_name("hwsim.py")
+HWSIM = Path(__file__).with_name("hwsim")  # the package, copied whole to HWSIM_DIR/hwsim
 HWSIM_DIR = "/usr/lib/rackops-hwsim"
+# how a wrapper (and a postinst) runs one simulated tool
+HWSIM_RUN = f"env PYTHONPATH={HWSIM_DIR} python3 -m hwsim"
 # The simulated /sys and /proc of the HCAs, NUMA nodes and IRQs (rackops_hw_root in the lab)
 HW_ROOT = "/var/lib/rackops-hwsim/root"
 
@@ -32,6 +34,7 @@ class Package:
     description: str = ""
     units: tuple[tuple[str, str], ...] = ()  # (unit name, daemon binary it runs)
     postinst: str = ""
+    sbin: bool = False  # tools go to /usr/sbin (ethtool) instead of /usr/bin
 
 
 def packages(versions: Versions) -> list[Package]:
@@ -43,7 +46,7 @@ def packages(versions: Versions) -> list[Package]:
         Package(
             "infiniband-diags",
             rdma,
-            ("ibstat", "ibstatus"),
+            ("ibstat", "ibstatus", "perfquery", "iblinkinfo", "ibnetdiscover"),
             ("rackops-hwsim",),
             "InfiniBand diagnostic programs",
         ),
@@ -76,13 +79,28 @@ def packages(versions: Versions) -> list[Package]:
             "Mellanox userland tools and scripts",
         ),
         Package(
+            "mlnx-ethtool",
+            "6.9-1.2507097",
+            ("ethtool",),
+            ("rackops-hwsim",),
+            "ethtool with the mlx5 counters and module EEPROM decode",
+            sbin=True,
+        ),
+        Package(
+            "mft",
+            "4.33.0-169",
+            ("mlxlink",),
+            ("rackops-hwsim",),
+            "NVIDIA firmware tools (mlxlink: link, BER and module diagnostics)",
+        ),
+        Package(
             "mlnx-ofed-kernel-utils",
             ofed,
             ("ofed_info",),
             ("rackops-hwsim",),
             "userspace tools to restart and tune mlx5 and OFED",
             # the driver's sysfs (ECN, NUMA, MSI-X IRQs) appears with the simulated HCAs
-            postinst=f"python3 {HWSIM_DIR}/hwsim.py hw-tree {HW_ROOT}",
+            postinst=f"{HWSIM_RUN} hw-tree {HW_ROOT}",
         ),
         Package(
             "doca-ofed",
@@ -93,6 +111,8 @@ def packages(versions: Versions) -> list[Package]:
                 "ibverbs-utils",
                 "perftest",
                 "mlnx-tools",
+                "mlnx-ethtool",
+                "mft",
                 f"mlnx-ofed-kernel-utils (= {ofed})",
             ),
             "DOCA-OFED meta package",
@@ -184,7 +204,7 @@ def _wrapper(tool: str) -> str:
         return f"#!/bin/sh\n# rackops lab stand-in: {tool} daemon\nexec sleep infinity\n"
     return (
         f"#!/bin/sh\n# rackops lab stand-in: simulated hardware\n"
-        f'exec python3 {HWSIM_DIR}/hwsim.py {tool} "$@"\n'
+        f'exec {HWSIM_RUN} {tool} "$@"\n'
     )
 
 
@@ -220,7 +240,7 @@ def build_repo(dest: Path, versions: Versions) -> list[Package]:
         if pkg.name == "rackops-hwsim":
             target = root / HWSIM_DIR.lstrip("/")
             target.mkdir(parents=True)
-            shutil.copy(HWSIM, target / "hwsim.py")
+            shutil.copytree(HWSIM, target / "hwsim", ignore=shutil.ignore_patterns("__pycache__"))
         for unit, daemon in pkg.units:
             d = root / "lib" / "systemd" / "system"
             d.mkdir(parents=True, exist_ok=True)
@@ -230,7 +250,7 @@ def build_repo(dest: Path, versions: Versions) -> list[Package]:
                 "[Install]\nWantedBy=multi-user.target\n"
             )
         for tool in pkg.tools:
-            b = root / "usr" / "bin"
+            b = root / "usr" / ("sbin" if pkg.sbin else "bin")
             b.mkdir(parents=True, exist_ok=True)
             (b / tool).write_text(_wrapper(tool))
             (b / tool).chmod(0o755)

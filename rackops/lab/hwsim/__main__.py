@@ -1,0 +1,69 @@
+"""``python3 -m hwsim TOOL ARGS...``: run one simulated tool on this node."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+
+from .ctk import nvidia_ctk
+from .dcgm import dcgmi
+from .nccl import nccl
+from .node import PERF, Node, emit, load_scenario, tool_fault_gate
+from .perftest import perftest
+from .rdma import ibstat, ibstatus, ibv_devinfo, mlnx_qos, ofed_info, show_gids
+from .smi import nvidia_smi
+from .tree import hw_tree
+
+RDMA = {
+    "ibstat": ibstat,
+    "ibstatus": ibstatus,
+    "ibv_devinfo": ibv_devinfo,
+    "show_gids": show_gids,
+    "ofed_info": ofed_info,
+    "mlnx_qos": mlnx_qos,
+}
+NCCL = (
+    "all_reduce_perf",
+    "all_gather_perf",
+    "reduce_scatter_perf",
+    "alltoall_perf",
+    "sendrecv_perf",
+    "broadcast_perf",
+)
+TOOLS = tuple(RDMA) + PERF + NCCL + ("dcgmi", "nvidia-smi", "nvidia-ctk")
+
+
+def main(argv):
+    if argv and argv[0] == "hw-tree":
+        return hw_tree(
+            Node(
+                load_scenario(),
+                os.environ.get("RACKOPS_HWSIM_NODE") or socket.gethostname().split(".")[0],
+            ),
+            argv[1:],
+        )
+    if not argv or argv[0] not in TOOLS:
+        sys.stderr.write("usage: hwsim.py TOOL [ARGS...]; tools: %s\n" % " ".join(TOOLS))
+        return 64
+    tool, args = argv[0], argv[1:]
+    node = Node(
+        load_scenario(), os.environ.get("RACKOPS_HWSIM_NODE") or socket.gethostname().split(".")[0]
+    )
+    tool_fault_gate(node, tool)
+    if tool in RDMA:
+        emit(node, tool, RDMA[tool](node, args))
+        return 0
+    if tool in PERF:
+        return perftest(node, tool, args)
+    if tool in NCCL:
+        return nccl(node, tool, args)
+    if tool == "dcgmi":
+        return dcgmi(node, args)
+    if tool == "nvidia-ctk":
+        return nvidia_ctk(node, args)
+    return nvidia_smi(node, args)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

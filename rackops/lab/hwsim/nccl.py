@@ -1,0 +1,160 @@
+"""The nccl-tests binaries, run under a real mpirun across targets (rank 0 prints)."""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+
+from .node import BUS, Node, emit
+
+
+def _size(text):
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    text = text.strip().upper()
+    return int(float(text[:-1]) * mult[text[-1]]) if text[-1] in mult else int(text)
+
+
+def nccl(node, tool, args):
+    o = {"b": 32 << 20, "e": 32 << 20, "f": 2, "g": 1, "n": 20, "w": 5, "c": 1, "J": None}
+    i = 0
+    while i < len(args):
+        k = args[i].lstrip("-")
+        if k in ("b", "e") and i + 1 < len(args):
+            o[k] = _size(args[i + 1])
+            i += 1
+        elif k in ("f", "g", "n", "w", "c") and i + 1 < len(args):
+            o[k] = int(args[i + 1])
+            i += 1
+        elif k == "J" and i + 1 < len(args):
+            o["J"] = args[i + 1]
+            i += 1
+        i += 1
+    rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", "0"))
+    size = int(os.environ.get("OMPI_COMM_WORLD_SIZE", "1"))
+    if rank != 0:
+        return 0
+    hosts_env = os.environ.get("RACKOPS_HWSIM_HOSTS")
+    per = o["g"] * int(os.environ.get("OMPI_COMM_WORLD_LOCAL_SIZE", "1")) if size > 1 else o["g"]
+    hosts = hosts_env.split(",") if hosts_env else [node.name] * max(1, size // max(per, 1))
+    nodes = {h: Node(node.scenario, h) for h in dict.fromkeys(hosts)}
+    gpus_by_host = {h: nodes[h].gpus() for h in nodes}
+    ranks = []
+    if size > 1:
+        per_host = max(1, size // len(nodes))
+        for h in nodes:
+            for d in range(per_host):
+                ranks.append((h, d * o["g"] if o["g"] > 1 else d))
+    else:
+        for d in range(o["g"]):
+            ranks.append((node.name, d))
+    for h, d in ranks:
+        if d not in gpus_by_host[h]:
+            sys.stderr.write(
+                "%s: Test CUDA failure common.cu:1010 'invalid device ordinal'\n .. %s pid %d: Test failure common.cu:893\n"
+                % (h, h, os.getpid())
+            )
+            return 2
+    n = len(ranks)
+    multi = len(nodes) > 1
+    coll = tool.replace("_perf", "")
+    if multi:
+        peak = min(
+            float(nd.hw["hcas"]) * float(nd.hw["nccl_per_nic_busbw_gbs"]) for nd in nodes.values()
+        )
+        for nd in nodes.values():
+            for f in nd.faults_of("node_slow"):
+                peak *= float(f.get("factor", 0.6))
+    else:
+        peak = float(node.hw["nccl_single_busbw_gbs"]) if coll == "all_reduce" else 372.0
+    for nd in nodes.values():
+        for f in nd.faults_of("nccl_degraded"):
+            peak *= float(f.get("factor", 0.7))
+    wrong = sum(int(f.get("count", 1)) for nd in nodes.values() for f in nd.faults_of("nccl_wrong"))
+    factor = (
+        {"all_reduce": 2.0 * (n - 1) / n, "broadcast": 1.0, "sendrecv": 1.0}.get(
+            coll, (n - 1.0) / n
+        )
+        if n > 1
+        else 1.0
+    )
+    sizes = []
+    s = o["b"]
+    while s <= o["e"]:
+        sizes.append(s)
+        s = s * o["f"] if o["f"] > 1 else s + 1
+    gen = str(node.formats.get("nccl-tests", "2025"))
+    out = ""
+    if gen == "2025":
+        out += (
+            "# nccl-tests version 2.17.6 nccl-headers=22807 nccl-library=22807\n# Collective test starting: %s\n"
+            % tool
+        )
+    out += (
+        "# nThread 1 nGpus %d minBytes %d maxBytes %d step: %d(factor) warmup iters: %d iters: %d agg iters: 1 validation: %d graph: 0\n#\n# Using devices\n"
+        % (o["g"], o["b"], o["e"], o["f"], o["w"], o["n"], o["c"])
+    )
+    for r, (h, d) in enumerate(ranks):
+        bus = (
+            "[0000:%s:00]" % BUS[d % 16].lower()
+            if gen == "2025"
+            else "[0x%s]" % BUS[d % 16].lower()
+        )
+        out += "#  Rank %2d Group  0 Pid %6d on %10s device %2d %s %s\n" % (
+            r,
+            40000 + r,
+            h,
+            d,
+            bus,
+            nodes[h].hw["gpu_model"],
+        )
+    out += (
+        "#\n#                                                              out-of-place                       in-place          \n"
+        "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+        "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)       \n"
+    )
+    redop = "sum" if coll in ("all_reduce", "reduce_scatter", "sendrecv") else "none"
+    root = "0" if coll == "broadcast" else "-1"
+    total = 0.0
+    oob = 0
+    for size_b in sizes:
+        busbw = peak * (1 - math.exp(-size_b / float(256 << 20))) if size_b >= 1024 else 0.0
+        alg = busbw / factor if factor else busbw
+        t = size_b / (alg * 1e9) * 1e6 if alg > 0 else 3.1
+        w = wrong if (wrong and size_b == sizes[-1]) else 0
+        oob += 2 * (1 if w else 0)
+        wrong_txt = "N/A" if o["c"] == 0 else str(w)
+        out += "%12d  %12d  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s\n" % (
+            size_b,
+            size_b // 4,
+            "float",
+            redop,
+            root,
+            _f(t, 7),
+            _f(alg, 6),
+            _f(busbw, 6),
+            wrong_txt,
+            _f(t * 1.003, 7),
+            _f(alg * 0.997, 6),
+            _f(busbw * 0.997, 6),
+            wrong_txt,
+        )
+        total += busbw
+    avg = total / max(1, len(sizes))
+    out += "# Out of bounds values : %d %s\n# Avg bus bandwidth    : %g \n#\n" % (
+        oob,
+        "FAILED" if oob else "OK",
+        round(avg, 4),
+    )
+    if gen == "2025":
+        out += "# Collective test concluded: %s\n#\n" % tool
+    emit(node, tool, out)
+    return 1 if oob else 0
+
+
+def _f(x, w):
+    for p in (2, 1, 0):
+        v = "%*.*f" % (w, p, x)
+        if len(v) <= w:
+            return v
+    return "%*.1e" % (w, x)

@@ -1,0 +1,61 @@
+"""The simulated sysfs and procfs of a node (laid out once, at package install)."""
+
+from __future__ import annotations
+
+import os
+
+from .node import STATE_DIR
+
+CPUS_PER_NUMA = 16
+NUMA_NODES = 2
+
+
+def _cpulist(numa):
+    return "%d-%d" % (numa * CPUS_PER_NUMA, (numa + 1) * CPUS_PER_NUMA - 1)
+
+
+def hw_tree(node, args):
+    """Lay out the node's simulated sysfs and procfs under ROOT (run by the stand-in OFED
+    package at install): per HCA its NUMA node, local CPUs, MSI-X IRQs and the ECN
+    directory with the driver's defaults; /proc/irq/N/smp_affinity_list on all CPUs; the
+    NUMA nodes with empty hugepage pools. Existing files are kept (a reinstall does not
+    reset what the roles set)."""
+    root = args[0] if args else os.path.join(STATE_DIR, "root")
+    every = "0-%d" % (NUMA_NODES * CPUS_PER_NUMA - 1)
+
+    def put(rel, value):
+        path = os.path.join(root, rel)
+        if os.path.exists(path):
+            return
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="ascii") as fh:
+            fh.write("%s\n" % value)
+
+    put("sys/devices/system/node/online", "0-%d" % (NUMA_NODES - 1))
+    for n in range(NUMA_NODES):
+        base = "sys/devices/system/node/node%d" % n
+        put(base + "/cpulist", _cpulist(n))
+        for size in (2048, 1048576):
+            for f in ("nr_hugepages", "free_hugepages", "surplus_hugepages"):
+                put("%s/hugepages/hugepages-%dkB/%s" % (base, size, f), 0)
+    for size in (2048, 1048576):
+        put("sys/kernel/mm/hugepages/hugepages-%dkB/nr_hugepages" % size, 0)
+    hcas = node.hw["hcas"]
+    for i in range(hcas):
+        nd = node.netdev(i)
+        numa = 0 if i < (hcas + 1) // 2 else 1
+        dev = "sys/class/net/%s/device" % nd
+        put(dev + "/numa_node", numa)
+        put(dev + "/local_cpulist", _cpulist(numa))
+        first = 100 + i * (CPUS_PER_NUMA + 1)
+        for irq in range(first, first + CPUS_PER_NUMA + 1):  # async + one per local CPU
+            put("%s/msi_irqs/%d" % (dev, irq), "msix")
+            put("proc/irq/%d/smp_affinity_list" % irq, every)
+        ecn = "sys/class/net/%s/ecn" % nd
+        for p in range(8):
+            put("%s/roce_np/enable/%d" % (ecn, p), 1)
+            put("%s/roce_rp/enable/%d" % (ecn, p), 1)
+        put(ecn + "/roce_np/cnp_dscp", 48)
+        put(ecn + "/roce_np/cnp_802p_prio", 6)
+        put("sys/class/infiniband/mlx5_%d/tc/1/traffic_class" % i, 0)
+    return 0
