@@ -8,6 +8,7 @@ for the vendor repositories. ``down`` leaves nothing behind.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -19,13 +20,14 @@ import time
 from pathlib import Path
 
 from rackops.inventory.model import Versions
-from rackops.lab import nspawn
+from rackops.lab import lldp, nspawn
 from rackops.lab.engine import LABEL, Engine, LabError
 from rackops.lab.hoststate import restore, snapshot
 from rackops.lab.inventory import RAILS, netdev, write_inventory
 from rackops.lab.model import MGMT_NET, RAIL_NET, LabNode, LabState
 from rackops.lab.repo import build_repo
 from rackops.lab.scenario import Scenario, load_scenario
+from rackops.lab.wiring import Wiring, as_json, wiring
 
 PREFIX = "rackops-lab"
 SWITCH_MTU = 9216  # the design's switch MTU in the lab inventory (rackops_fabric.mtu.switch)
@@ -46,6 +48,7 @@ PACKAGES = (
     "iputils-ping",
     "systemd-sysv",
     "dbus",
+    "lldpd",  # the targets' own LLDP agent: lldpctl shows the leaf port each cable is in
 )
 LAB_INIT = """#!/bin/sh
 # rackops lab: put the lab's SSH keys in place for the ci user, then run sshd.
@@ -57,7 +60,8 @@ printf 'Host *\\n  StrictHostKeyChecking no\\n' > /home/ci/.ssh/config
 printf '  UserKnownHostsFile /dev/null\\n  LogLevel ERROR\\n' >> /home/ci/.ssh/config
 chown ci:ci /home/ci/.ssh/config && chmod 600 /home/ci/.ssh/config
 [ "$1" = "--keys-only" ] && exit 0
-mkdir -p /run/sshd
+mkdir -p /run/sshd /run/lldpd
+/usr/sbin/lldpd || echo "lab-init: lldpd did not start" >&2
 exec /usr/sbin/sshd -D -e
 """
 INIT_UNIT = """[Unit]
@@ -77,13 +81,19 @@ def lab_workdir(path: str | None) -> Path:
     return Path(path or os.environ.get("RACKOPS_LAB_DIR") or ".lab").resolve()
 
 
+def image_rev() -> str:
+    """What the image is made of, as a short hash: a change of packages or of lab-init
+    builds a new image instead of reusing a cached one without them."""
+    return hashlib.sha256(("\n".join(PACKAGES) + LAB_INIT + INIT_UNIT).encode()).hexdigest()[:8]
+
+
 def _cache_dir(workdir: Path) -> Path:
     return Path(os.environ.get("RACKOPS_LAB_CACHE") or workdir / "cache")
 
 
 def build_rootfs(cache: Path, suite: str, log: list[str]) -> Path:
     """debootstrap a minbase root filesystem once, kept as a tarball in the cache."""
-    tarball = cache / f"rootfs-{suite}.tar"
+    tarball = cache / f"rootfs-{suite}-{image_rev()}.tar"
     if tarball.exists():
         return tarball
     if os.geteuid() != 0:
@@ -120,8 +130,8 @@ def build_rootfs(cache: Path, suite: str, log: list[str]) -> Path:
 
 
 def ensure_image(engine: Engine, workdir: Path, suite: str, systemd: bool, log: list[str]) -> str:
-    base = f"localhost/{PREFIX}-base:{suite}"
-    target = f"localhost/{PREFIX}-{'systemd' if systemd else 'target'}:{suite}"
+    base = f"localhost/{PREFIX}-base:{suite}-{image_rev()}"
+    target = f"localhost/{PREFIX}-{'systemd' if systemd else 'target'}:{suite}-{image_rev()}"
     if engine.image_exists(target):
         return target
     if not engine.image_exists(base):
@@ -145,7 +155,7 @@ def ensure_image(engine: Engine, workdir: Path, suite: str, systemd: bool, log: 
     )
     if systemd:
         common += (
-            "RUN systemctl enable rackops-lab-init.service ssh.service"
+            "RUN systemctl enable rackops-lab-init.service ssh.service lldpd.service"
             " && systemctl mask getty.target systemd-logind.service systemd-udevd.service"
             " systemd-remount-fs.service console-getty.service\n"
             'STOPSIGNAL SIGRTMIN+3\nCMD ["/sbin/init"]\n'
@@ -236,7 +246,13 @@ def up(
     rails = {
         n: {r: f"{RAIL_NET}.{r}.{10 + i}" for r in range(RAILS)} for i, n in enumerate(names, 1)
     }
-    (wd / "scenario.json").write_text(json.dumps(spec.for_hwsim(names, rails), indent=1))
+    try:
+        wires = wiring(spec, names, RAILS)
+    except ValueError as exc:
+        raise LabError(f"scenario: {exc}") from exc
+    (wd / "scenario.json").write_text(
+        json.dumps({**spec.for_hwsim(names, rails), "wiring": as_json(wires)}, indent=1)
+    )
     nets = [f"{PREFIX}-mgmt"] + [f"{PREFIX}-rail{r}" for r in range(RAILS)]
     state = LabState(
         lab=PREFIX,
@@ -253,8 +269,19 @@ def up(
     try:
         if nspawn_engine:
             _start_nspawn(state, spec, names, rails, log)
+            ends = {
+                (n.name, r): host
+                for n in state.nodes
+                if n.started
+                for host, _, r in nspawn.host_ends(n, RAILS)
+                if r is not None
+            }
         else:
             _start(engine, state, spec, names, rails, nets, port_base, log)
+            ends = _podman_host_ends(engine, state)
+        _wire(ends, wires)
+        leaves = lldp.start(wd, ends, wires)
+        log.append(f"LLDP: {len(leaves)} leaf switches (lldpd) on the rail bridges")
     except BaseException:
         # a half-started lab is taken down again: nothing of it, and no state, is left behind
         try:
@@ -380,6 +407,8 @@ def _start(
             *[h for h in hosts if not h.startswith(f"--add-host={name}:")],
             "--cap-add",
             "NET_ADMIN",
+            "--cap-add",
+            "NET_RAW",  # lldpd's raw sockets
             "-v",
             f"{wd / 'ssh'}:/lab/ssh:ro",
             "-v",
@@ -430,18 +459,15 @@ def _set_mtu(dev: str, mtu: int) -> None:
         raise LabError(f"ip link set dev {dev} mtu {mtu} failed: {proc.stderr.strip()}")
 
 
-def _switch_mtu(engine: Engine, state: LabState, spec: Scenario) -> None:
-    """The rail bridges play the leaf switches: their ports (the host ends of the targets'
-    rail veths) run at the switch MTU, while the targets start at 1500 until provisioned.
-    A ``switch_mtu`` fault lowers one leaf port."""
+def _podman_host_ends(engine: Engine, state: LabState) -> dict[tuple[str, int], str]:
+    """(node, rail) -> the host end of that target's rail veth (a port of the rail bridge)."""
     index = {}
     for dev in Path("/sys/class/net").iterdir():
         try:
             index[(dev / "ifindex").read_text().strip()] = dev.name
         except OSError:
             continue
-    bridges: set[str] = set()
-    leaf_mtus = _leaf_port_mtus(spec)
+    ends = {}
     for node in state.nodes:
         if not node.started:
             continue
@@ -455,17 +481,55 @@ def _switch_mtu(engine: Engine, state: LabState, spec: Scenario) -> None:
             ]
         ).stdout
         links = dict(line.split() for line in peers.splitlines() if len(line.split()) == 2)
-        faults = leaf_mtus.get(node.name, {})
         for r in node.rails:
             host_end = index.get(links.get(netdev(r), ""))
             if host_end is None:
                 raise LabError(f"{node.name}: no host end found for {netdev(r)}")
-            _set_mtu(host_end, faults.get(r, SWITCH_MTU))
-            master = Path("/sys/class/net") / host_end / "master"
-            if master.exists():
-                bridges.add(master.resolve().name)
+            ends[(node.name, r)] = host_end
+    return ends
+
+
+def _master(dev: str) -> str | None:
+    master = Path("/sys/class/net") / dev / "master"
+    return master.resolve().name if master.exists() else None
+
+
+def _switch_mtu(engine: Engine, state: LabState, spec: Scenario) -> None:
+    """The rail bridges play the leaf switches: their ports (the host ends of the targets'
+    rail veths) run at the switch MTU, while the targets start at 1500 until provisioned.
+    A ``switch_mtu`` fault lowers one leaf port."""
+    bridges: set[str] = set()
+    leaf_mtus = _leaf_port_mtus(spec)
+    for (node, r), host_end in _podman_host_ends(engine, state).items():
+        _set_mtu(host_end, leaf_mtus.get(node, {}).get(r, SWITCH_MTU))
+        master = _master(host_end)
+        if master:
+            bridges.add(master)
     for bridge in sorted(bridges):
         _set_mtu(bridge, SWITCH_MTU)
+
+
+def _wire(ends: dict[tuple[str, int], str], wires: Wiring) -> None:
+    """A cable that the wiring puts on another rail's leaf joins that leaf's bridge."""
+    bridge_of: dict[int, str] = {}
+    for (node, r), host_end in ends.items():
+        if wires[node][r].rail == r and (m := _master(host_end)):
+            bridge_of.setdefault(r, m)
+    for (node, r), host_end in sorted(ends.items()):
+        plug = wires[node][r]
+        if plug.rail == r:
+            continue
+        bridge = bridge_of.get(plug.rail)
+        if bridge is None:
+            raise LabError(f"{node}: no bridge found for rail {plug.rail} (miscabled fault)")
+        proc = subprocess.run(
+            ["ip", "link", "set", "dev", host_end, "master", bridge],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if proc.returncode != 0:
+            raise LabError(f"moving {host_end} to {bridge} failed: {proc.stderr.strip()}")
 
 
 def _lab_processes(marker: str) -> list[str]:
@@ -512,7 +576,8 @@ def down(*, workdir: str | None = None, purge: bool = False) -> list[str]:
     if not wd.is_dir():
         return []  # no lab was ever brought up here
     state = LabState.load(wd)
-    removed = nspawn.down(state if state and state.engine == "nspawn" else None)
+    removed = lldp.stop(wd)
+    removed += nspawn.down(state if state and state.engine == "nspawn" else None)
     engine = Engine(state.engine if state and state.engine != "nspawn" else "podman", wd)
     engine.configure()
     for name in engine.containers(PREFIX):

@@ -45,7 +45,7 @@ rm -f /etc/ssh/ssh_host_* && ssh-keygen -A >/dev/null
 rm -f /etc/apt/sources.list /etc/hostname && rm -rf /etc/apt/sources.list.d/*
 echo 'deb [trusted=yes] file:/srv/rackops-repo ./' > /etc/apt/sources.list.d/rackops-lab.list
 mkdir -p /lab/ssh /srv/rackops-repo /etc/rackops-hwsim
-systemctl enable rackops-lab-init.service ssh.service >/dev/null 2>&1
+systemctl enable rackops-lab-init.service ssh.service lldpd.service >/dev/null 2>&1
 systemctl mask systemd-logind.service getty@.service console-getty.service getty.target \
   systemd-udevd.service systemd-udev-trigger.service systemd-remount-fs.service \
   systemd-networkd.service systemd-resolved.service >/dev/null 2>&1
@@ -65,7 +65,7 @@ def _run(cmd: list[str], *, check: bool = True, timeout: float = 60) -> str:
 def prepare_base(tarball: Path, wd: Path, suite: str, lab_init: str, unit: str) -> Path:
     """Unpack and prepare the shared read-only base once (chroot is safe here: nothing in
     the preparation touches the kernel)."""
-    base = wd / "nspawn" / suite
+    base = wd / "nspawn" / tarball.stem.removeprefix("rootfs-")  # suite and image revision
     marker = base / ".rackops-prepared"
     if marker.exists():
         return base

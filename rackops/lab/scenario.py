@@ -10,6 +10,8 @@ applies, and shows in hwsim's outputs there and nowhere else::
         faults:
           - {kind: cable_slow, hca: mlx5_1, peers: [node03], bw_gbps: 180}
           - {kind: switch_mtu, hca: mlx5_5, mtu: 1500}       # its leaf port drops jumbo
+          - {kind: miscabled, hca: mlx5_2, swap_with: node03}  # the two cables swapped
+          - {kind: symbol_errors, hca: mlx5_4, ber: 1.0e-9}   # errors grow with traffic
       node04: {unreachable: true}
 """
 
@@ -43,6 +45,12 @@ TOOLS = (
     "broadcast_perf",
     "dcgmi",
     "nvidia-smi",
+    "perfquery",
+    "ethtool",
+    "mlxlink",
+    "iblinkinfo",
+    "ibnetdiscover",
+    "lldpctl",
 )
 HCA = r"^mlx5_\d+$"
 
@@ -73,6 +81,13 @@ class Fault(_F):
         "persistence_off",
         "fabric_manager_down",
         "gpu_processes",
+        # the physical layer (issue 12): each grows or shows with traffic, where it is put
+        "miscabled",  # swap_with: NODE (same leaf, ports swapped) or rail: R (other leaf)
+        "symbol_errors",  # uncorrectable symbol errors at `ber` per bit received
+        "ber",  # raw (pre-FEC) BER `ber`: FEC corrects it, only mlxlink/corrected bits show
+        "optic_power",  # rx power of `lane` at `rx_power_dbm`
+        "flap",  # the link goes down and retrains `count` times per test it carries
+        "latency",  # the port adds latency: ib_*_lat through it reports `lat_us`
     ]
     hca: str | None = Field(default=None, pattern=HCA)
     state: Literal["Down", "Polling", "Disabled"] | None = None
@@ -90,6 +105,12 @@ class Fault(_F):
     tool: str | None = None
     keep: float | None = Field(default=None, gt=0, lt=1)
     mtu: int | None = None
+    swap_with: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    rail: int | None = Field(default=None, ge=0, le=31)
+    ber: float | None = Field(default=None, gt=0, lt=1)
+    lane: int | None = Field(default=None, ge=1, le=8)
+    rx_power_dbm: float | None = Field(default=None, ge=-40, le=10)
+    lat_us: float | None = Field(default=None, gt=0)
 
     @model_validator(mode="after")
     def _needs(self) -> Fault:
@@ -106,10 +127,21 @@ class Fault(_F):
             "garbled": ("tool",),
             "nvlink_down": ("gpu", "link"),
             "switch_mtu": ("hca", "mtu"),
+            "miscabled": ("hca",),
+            "symbol_errors": ("hca",),
+            "ber": ("hca",),
+            "optic_power": ("hca",),
+            "flap": ("hca",),
+            "latency": ("hca", "lat_us"),
         }.get(self.kind, ())
         missing = [k for k in need if getattr(self, k) is None]
         if missing:
             raise ValueError(f"fault {self.kind} needs {', '.join(missing)}")
+        if self.kind == "miscabled" and (self.swap_with is None) == (self.rail is None):
+            raise ValueError(
+                "fault miscabled needs exactly one of swap_with (a node on the same leaf) "
+                "or rail (the rail whose leaf the cable sits on)"
+            )
         if self.tool is not None and self.tool not in TOOLS:
             raise ValueError(f"tool {self.tool!r} is not simulated; one of {', '.join(TOOLS)}")
         return self

@@ -14,10 +14,12 @@ from typing import Any
 
 from rackops.parsers._common import ParseError, as_jsonable
 from rackops.parsers.dcgmi_diag import parse_dcgmi_diag
+from rackops.parsers.ethtool_stats import parse_ethtool_stats
 from rackops.parsers.host_tuning import parse_host_tuning
 from rackops.parsers.ibstat import parse_ibstat
 from rackops.parsers.ibstatus import parse_ibstatus
 from rackops.parsers.ibv_devinfo import parse_ibv_devinfo
+from rackops.parsers.lldpctl import parse_lldpctl
 from rackops.parsers.mlnx_qos import parse_mlnx_qos
 from rackops.parsers.nccl_tests import parse_nccl_tests
 from rackops.parsers.nvidia_smi import (
@@ -29,6 +31,7 @@ from rackops.parsers.nvidia_smi import (
 from rackops.parsers.ofed_info import parse_ofed_info
 from rackops.parsers.perftest import parse_perftest
 from rackops.parsers.ping import parse_ping
+from rackops.parsers.rdma_link import parse_rdma_link
 from rackops.parsers.show_gids import parse_show_gids
 
 TOOLS: dict[str, Callable[[str], Any]] = {
@@ -47,6 +50,10 @@ TOOLS: dict[str, Callable[[str], Any]] = {
     "nvidia-smi-nvlink": parse_smi_nvlink,
     "host-tuning": parse_host_tuning,
     "ping": parse_ping,
+    # the physical layer (issue 12)
+    "ethtool-stats": parse_ethtool_stats,
+    "lldpctl": parse_lldpctl,
+    "rdma-link": parse_rdma_link,
 }
 
 

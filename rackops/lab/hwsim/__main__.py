@@ -8,9 +8,11 @@ import sys
 
 from .ctk import nvidia_ctk
 from .dcgm import dcgmi
+from .fabric import iblinkinfo, ibnetdiscover
 from .nccl import nccl
 from .node import PERF, Node, emit, load_scenario, tool_fault_gate
 from .perftest import perftest
+from .phy import ethtool, mlxlink, perfquery
 from .rdma import ibstat, ibstatus, ibv_devinfo, mlnx_qos, ofed_info, show_gids
 from .smi import nvidia_smi
 from .tree import hw_tree
@@ -22,6 +24,11 @@ RDMA = {
     "show_gids": show_gids,
     "ofed_info": ofed_info,
     "mlnx_qos": mlnx_qos,
+    "perfquery": perfquery,
+    "ethtool": ethtool,
+    "mlxlink": mlxlink,
+    "iblinkinfo": iblinkinfo,
+    "ibnetdiscover": ibnetdiscover,
 }
 NCCL = (
     "all_reduce_perf",

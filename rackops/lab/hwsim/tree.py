@@ -58,4 +58,6 @@ def hw_tree(node, args):
         put(ecn + "/roce_np/cnp_dscp", 48)
         put(ecn + "/roce_np/cnp_802p_prio", 6)
         put("sys/class/infiniband/mlx5_%d/tc/1/traffic_class" % i, 0)
+        for counter in ("np_cnp_sent", "rp_cnp_handled", "out_of_buffer"):
+            put("sys/class/infiniband/mlx5_%d/ports/1/hw_counters/%s" % (i, counter), 0)
     return 0

@@ -1,0 +1,302 @@
+"""``ethtool -m IF`` (module EEPROM decode): identity, DOM readings and the module's limits.
+
+Command: ``ethtool -m eth2`` (ioctl path, or netlink from ethtool 5.13). Every decoded line
+is ``\\t%-41s : value``; mail and ticket copies turn the TAB into spaces, so labels are
+matched by name with any indentation and padding. Forms handled::
+
+    Identifier                                : 0x0d (QSFP+)           SFF-8636 (0x0c/0x0d/0x11)
+    Rcvr signal avg optical power(Channel 1)  : 0.7682 mW / -1.15 dBm  (no space before "(")
+    Identifier                                : 0x18 (QSFP-DD ...)     CMIS (QSFP-DD, OSFP, 0x1e)
+    Rcvr signal avg optical power (Channel 1) : 1.1351 mW / 0.55 dBm   (with a space)
+    Laser bias current                        : 6.000 mA               SFF-8472 SFP (sfpdiag),
+    Receiver signal average optical power     : 0.5000 mW / -3.01 dBm  one lane, no suffix
+    Laser rx power low alarm threshold        : 0.0446 mW / -13.51 dBm module-wide limits
+
+Powers come out in dBm (``10*log10(mW)`` when only mW is printed). ``0.0000 mW / -inf dBm``
+is no light: the reading is ``None`` and, for rx power, its 1-based lane is in
+``dark_lanes``; an unset power threshold (0 mW) is ``None``. A window whose four limits are
+all unset or unprinted is ``None``. ``dom`` is false when no lane readings are printed and
+temperature and voltage read 0 (a passive DAC prints ``0.00 degrees C`` / ``0.0000 V``);
+the printed values are kept.
+
+``Cannot get module EEPROM information: ...`` / ``netlink error: ...`` with no decoded
+fields raises ParseError naming the error. Error lines after a decode, a line that is not
+``label : value`` (a cut mid-label, an elided `` ...``), an unreadable reading, lanes
+missing from one series, a threshold block cut short (all 20 lines, or none; required when
+``Alarm/warning flags implemented : Yes``) or text that stops without its final newline
+make the result ``complete=False``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from rackops.parsers._common import ParseError, is_na
+
+
+@dataclass(frozen=True)
+class Window:
+    """The module's own limits for one quantity (None where not printed or unset)."""
+
+    low_alarm: float | None
+    low_warning: float | None
+    high_warning: float | None
+    high_alarm: float | None
+
+
+@dataclass(frozen=True)
+class Optics:
+    identifier: str | None
+    vendor: str | None
+    part_number: str | None
+    serial: str | None
+    cable: str | None
+    temperature_c: float | None
+    voltage_v: float | None
+    rx_power_dbm: tuple[float | None, ...]
+    tx_power_dbm: tuple[float | None, ...]
+    bias_ma: tuple[float | None, ...]
+    dark_lanes: tuple[int, ...]
+    rx_power_window_dbm: Window | None
+    tx_power_window_dbm: Window | None
+    temperature_window_c: Window | None
+    bias_window_ma: Window | None
+    dom: bool
+
+
+@dataclass(frozen=True)
+class EthtoolModule:
+    optics: Optics
+    flags: tuple[str, ...]
+    complete: bool
+    errors: tuple[str, ...]
+
+
+_KV = re.compile(r"^\s*(\S[^:]*?)\s*:(?:\s+(.*?))?\s*$")
+_ERROR = re.compile(r"^\s*((?:Cannot |netlink error|ethtool: |Bad command|No such device).*?)\s*$")
+_NUMBER = r"[-+]?\d+(?:\.\d+)?"
+_POWER = re.compile(rf"^({_NUMBER})\s*mW(?:\s*/\s*({_NUMBER}|-inf|inf|nan)\s*dBm)?$")
+_TEMP = re.compile(rf"^({_NUMBER})\s*degrees C\b")
+_VOLT = re.compile(rf"^({_NUMBER})\s*V$")
+_BIAS = re.compile(rf"^({_NUMBER})\s*mA$")
+_LANE = re.compile(r"^(.*?)\s*\((?:Channel|Chan)\s+(\d+)\)$")
+_PAREN = re.compile(r"^0x[0-9a-fA-F]+\s*\((.*)\)$")
+_THRESHOLD = re.compile(
+    r"^(Laser bias current|Laser output power|Module temperature|Module voltage|Laser rx power)"
+    r" (high|low) (alarm|warning) threshold$"
+)
+
+_BIAS_LABELS = {"Laser tx bias current", "Laser bias current"}
+_TX_LABELS = {"Transmit avg optical power", "Laser output power"}
+_RX_LABELS = {
+    "Rcvr signal avg optical power",
+    "Receiver signal OMA",
+    "Receiver signal average optical power",
+}
+_QUANTITY = {
+    "Laser bias current": "bias",
+    "Laser output power": "tx",
+    "Module temperature": "temp",
+    "Module voltage": "volt",
+    "Laser rx power": "rx",
+}
+_THRESHOLD_LINES = 20
+
+
+class _Bad(ValueError):
+    """A value that does not read as its label promises (a cut or a mangled line)."""
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _Bad(text)
+    return value
+
+
+def _power(value: str) -> float | None:
+    """``'0.7682 mW / -1.15 dBm'`` → -1.15; ``'0.0000 mW / -inf dBm'`` → None."""
+    m = _POWER.match(value)
+    if not m:
+        raise _Bad(value)
+    mw, dbm = float(m.group(1)), m.group(2)
+    if dbm is not None:
+        if dbm == "-inf":
+            return None
+        return _finite(dbm)
+    if mw <= 0:
+        return None
+    return round(10 * math.log10(mw), 2)
+
+
+def _unit(pattern: re.Pattern[str], value: str) -> float:
+    m = pattern.match(value)
+    if not m:
+        raise _Bad(value)
+    return _finite(m.group(1))
+
+
+def _series(values: dict[int, float | None]) -> tuple[tuple[float | None, ...], bool]:
+    """Channel → reading as a tuple in channel order; False when a channel is missing."""
+    if not values:
+        return (), True
+    top = max(values)
+    return tuple(values.get(ch) for ch in range(1, top + 1)), len(values) == top
+
+
+def _window(limits: dict[tuple[str, str], float | None]) -> Window | None:
+    window = Window(
+        low_alarm=limits.get(("low", "alarm")),
+        low_warning=limits.get(("low", "warning")),
+        high_warning=limits.get(("high", "warning")),
+        high_alarm=limits.get(("high", "alarm")),
+    )
+    if all(v is None for v in (window.low_alarm, window.low_warning, window.high_warning)) and (
+        window.high_alarm is None
+    ):
+        return None
+    return window
+
+
+def parse_ethtool_module(text: str) -> EthtoolModule:
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    kv: dict[str, str] = {}
+    bias: dict[int, float | None] = {}
+    tx: dict[int, float | None] = {}
+    rx: dict[int, float | None] = {}
+    dark: set[int] = set()
+    thresholds: dict[str, dict[tuple[str, str], float | None]] = {q: {} for q in _QUANTITY.values()}
+    threshold_lines = 0
+    flags: list[str] = []
+    errors: list[str] = []
+    tool_errors: list[str] = []
+    complete = True
+    decoded = False
+    temperature: float | None = None
+    voltage: float | None = None
+
+    def bad(label: str, value: str) -> None:
+        nonlocal complete
+        complete = False
+        errors.append(f"{label}: unreadable value {value!r}")
+
+    for raw in text.split("\n"):
+        if not raw.strip():
+            continue
+        if m := _ERROR.match(raw):
+            tool_errors.append(m.group(1))
+            errors.append(m.group(1))
+            complete = False
+            continue
+        m = _KV.match(raw)
+        if not m:
+            if decoded:
+                errors.append(raw.strip())
+                complete = False
+            continue
+        label = " ".join(m.group(1).split())
+        value = m.group(2) or ""
+        if label == "Identifier":
+            decoded = True
+        if not decoded:
+            continue
+        kv.setdefault(label, value)
+        try:
+            if lane := _LANE.match(label):
+                name, channel = lane.group(1), int(lane.group(2))
+                if value in ("On", "Off"):
+                    if value == "On" and ("alarm" in name or "warning" in name):
+                        flags.append(f"{label} : On")
+                    continue
+                if name in _BIAS_LABELS:
+                    bias[channel] = None if is_na(value) else _unit(_BIAS, value)
+                elif name in _TX_LABELS:
+                    tx[channel] = None if is_na(value) else _power(value)
+                elif name in _RX_LABELS:
+                    rx[channel] = None if is_na(value) else _power(value)
+                    if rx[channel] is None and not is_na(value):
+                        dark.add(channel)
+                continue
+            if t := _THRESHOLD.match(label):
+                quantity = _QUANTITY[t.group(1)]
+                threshold_lines += 1
+                if quantity in ("tx", "rx"):
+                    limit = _power(value)
+                elif quantity == "bias":
+                    limit = _unit(_BIAS, value)
+                elif quantity == "temp":
+                    limit = _unit(_TEMP, value)
+                else:
+                    limit = _unit(_VOLT, value)
+                thresholds[quantity][(t.group(2), t.group(3))] = limit
+                continue
+            if value in ("On", "Off") and ("alarm" in label or "warning" in label):
+                if value == "On" and label != "Alarm/warning flags implemented":
+                    flags.append(f"{label} : On")
+                continue
+            if label in _BIAS_LABELS:
+                bias[1] = None if is_na(value) else _unit(_BIAS, value)
+            elif label in _TX_LABELS:
+                tx[1] = None if is_na(value) else _power(value)
+            elif label in _RX_LABELS:
+                rx[1] = None if is_na(value) else _power(value)
+                if rx[1] is None and not is_na(value):
+                    dark.add(1)
+            elif label == "Module temperature":
+                temperature = _unit(_TEMP, value)
+            elif label == "Module voltage":
+                voltage = _unit(_VOLT, value)
+        except (_Bad, ValueError):
+            bad(label, value)
+
+    if not decoded:
+        if tool_errors:
+            raise ParseError(f"ethtool -m failed: {'; '.join(tool_errors)}")
+        raise ParseError("no 'Identifier' line: this is not ethtool -m output")
+
+    bias_t, ok_bias = _series(bias)
+    tx_t, ok_tx = _series(tx)
+    rx_t, ok_rx = _series(rx)
+    lengths = {len(s) for s in (bias_t, tx_t, rx_t) if s}
+    if not (ok_bias and ok_tx and ok_rx) or len(lengths) > 1:
+        complete = False
+    flags_implemented = kv.get("Alarm/warning flags implemented")
+    if flags_implemented is not None and not (bias_t and tx_t and rx_t):
+        complete = False  # SFF-8636 and SFP print all three series around this line
+    if kv.get("Optical diagnostics support") == "Yes" and flags_implemented is None:
+        complete = False  # SFP: cut before the end of its DOM block
+    if threshold_lines and threshold_lines != _THRESHOLD_LINES:
+        complete = False
+    if flags_implemented == "Yes" and threshold_lines == 0:
+        complete = False
+    if not text.endswith("\n"):
+        complete = False  # ethtool ends every line; the last one may be cut mid-value
+
+    technology = kv.get("Transmitter technology")
+    cable = None
+    if technology:
+        paren = _PAREN.match(technology)
+        cable = paren.group(1) if paren else technology
+    dom = bool(bias_t or tx_t or rx_t) or bool(temperature) or bool(voltage)
+
+    optics = Optics(
+        identifier=kv.get("Identifier") or None,
+        vendor=kv.get("Vendor name") or None,
+        part_number=kv.get("Vendor PN") or None,
+        serial=kv.get("Vendor SN") or None,
+        cable=cable,
+        temperature_c=temperature,
+        voltage_v=voltage,
+        rx_power_dbm=rx_t,
+        tx_power_dbm=tx_t,
+        bias_ma=bias_t,
+        dark_lanes=tuple(sorted(dark)),
+        rx_power_window_dbm=_window(thresholds["rx"]),
+        tx_power_window_dbm=_window(thresholds["tx"]),
+        temperature_window_c=_window(thresholds["temp"]),
+        bias_window_ma=_window(thresholds["bias"]),
+        dom=dom,
+    )
+    return EthtoolModule(optics, tuple(flags), complete, tuple(errors))
