@@ -59,12 +59,33 @@ class Thresholds(_Strict):
     )
 
 
+class PhyThresholds(_Strict):
+    """The physical layer: port counters judged on what grew during the run (the delta
+    between the snapshot before the pair rounds and the one after), BER and optics."""
+
+    symbol_error_ber_max: float = Field(
+        gt=0, lt=1, description="uncorrectable symbol errors per bit received under load"
+    )
+    raw_ber_max: float = Field(gt=0, lt=1, description="pre-FEC BER (what FEC still hides)")
+    effective_ber_max: float = Field(gt=0, lt=1, description="post-FEC BER")
+    link_downed_max: int = Field(ge=0, description="link-down events during the run (flaps)")
+    link_error_recovery_max: int = Field(ge=0, description="link retrains during the run")
+    port_errors_max: int = Field(
+        ge=0, description="receive/CRC/integrity/overrun errors that grew during the run"
+    )
+    discard_pct_max: float = Field(ge=0, le=100, description="discards, % of packets")
+    pause_time_pct_max: float = Field(
+        ge=0, le=100, description="time a lossless priority was paused, % of the interval"
+    )
+
+
 class Profile(_Strict):
     name: str
     description: str
     gpu: GpuSpec
     hca: HcaSpec
     thresholds: Thresholds
+    phy: PhyThresholds
 
 
 @dataclass(frozen=True)

@@ -46,6 +46,20 @@ class PerftestLatParams(_Strict):
     timeout_s: int = Field(gt=0)
 
 
+class PhyParams(_Strict):
+    """The physical layer: cabling against the map first, port counters before and after
+    the pair rounds, BER (mlxlink) and optics (ethtool -m / mlxlink -m) after them."""
+
+    cabling: bool = True
+    counters: bool = True
+    ber: bool = True
+    optics: bool = True
+    hold_down_s: int = Field(
+        ge=0, le=600, default=10, description="wait this long for a late link before the baseline"
+    )
+    timeout_s: int = Field(gt=0, default=60)
+
+
 class NcclParams(_Strict):
     collective: Literal[
         "all_reduce_perf",
@@ -73,6 +87,7 @@ class Checks(_Strict):
     perftest_lat: PerftestLatParams | None = None
     nccl_single_node: NcclParams | None = None
     nccl_multi_node: NcclParams | None = None
+    physical: PhyParams | None = None
     peer_gate: bool = True
 
 

@@ -50,6 +50,10 @@ def test_clean_rack_is_accepted(tmp_path: Path) -> None:
     assert rc == 0 and report["verdict"] == "ACCEPTED"
     assert report["culprits"] == [] and report["errors"] == [] and report["warnings"] == []
     assert len(report["pairs"]) == 6 * 8 and all(p["status"] == "OK" for p in report["pairs"])
+    # the physical layer ran and found every cable where the map says, every port clean
+    assert len(report["ports"]) == 4 * 8 and all(p["status"] == "OK" for p in report["ports"])
+    assert all(p["lat_us"] is not None for p in report["pairs"])
+    assert report["cabling"]["source"] == "lldpctl" and len(report["cabling"]["seen"]) == 32
     assert all(st == "OK" for checks in report["nodes"].values() for st in checks.values())
     html = (tmp_path / "run" / "report.html").read_text()
     assert "ACCEPTED" in html
@@ -137,6 +141,47 @@ def test_injected_faults_are_named_exactly_and_resume_matches(tmp_path: Path) ->
     assert sorted((key(p), p["status"], p.get("bw_gbps")) for p in resumed["pairs"]) == sorted(
         (key(p), p["status"], p.get("bw_gbps")) for p in report["pairs"]
     )
+
+
+PHYSICAL = (ROOT / "validators/scenarios/physical.yaml").read_text()
+PHYSICAL_EXPECTED = {
+    ("cabling", "node01", "mlx5_5", None),  # on rail 6's leaf
+    ("cabling", "node03", "mlx5_2", None),  # swapped with node04 mlx5_2: one culprit
+    ("hca", "node02", "mlx5_7", None),  # latency
+    ("hca", "node05", "mlx5_4", None),  # symbol errors under load
+    ("hca", "node06", "mlx5_1", None),  # raw BER
+    ("hca", "node07", "mlx5_6", None),  # optic power
+    ("hca", "node08", "mlx5_3", None),  # flap
+}
+
+
+def test_physical_layer_faults_are_named_exactly(tmp_path: Path) -> None:
+    """8 nodes, one fault of each physical kind: the real lldpd of the leaf ports says where
+    each cable is; counters grow with the traffic the pair rounds move."""
+    with lab_with(tmp_path, 8, PHYSICAL) as inv:
+        rc, report = validate(inv, tmp_path / "run")
+    assert rc == 2 and report["verdict"] == "REJECTED"
+    assert culprits(report) == PHYSICAL_EXPECTED, report["culprits"]
+    by = {(c["node"], c["hca"]): c for c in report["culprits"]}
+    swap = by[("node03", "mlx5_2")]
+    assert "swapped" in swap["message"] and swap["peer"].startswith("node04/mlx5_2")
+    assert "rail 6" in by[("node01", "mlx5_5")]["message"]
+    assert any(e.get("untrustworthy") for e in by[("node01", "mlx5_5")]["evidence"])
+    assert "latency" in by[("node02", "mlx5_7")]["message"]
+    assert "flapped" in by[("node08", "mlx5_3")]["message"]
+    assert report["errors"] == []
+    # the one node left for multi-node NCCL cannot run it: that is the only warning
+    assert {w["code"] for w in report["warnings"]} <= {"NCCL-SKIP"}, report["warnings"]
+    ports = {(p["node"], p["hca"]): p for p in report["ports"]}
+    assert ports[("node05", "mlx5_4")]["delta"]["symbol_errors"] > 0
+    assert ports[("node01", "mlx5_0")]["delta"]["symbol_errors"] == 0
+    assert ports[("node06", "mlx5_1")]["raw_ber"] > 2.4e-4
+    assert all(p.get("lat_us") for p in report["pairs"] if p["status"] == "OK")
+    html = (tmp_path / "run" / "report.html").read_text()
+    assert 'id="ports"' in html and "µs" in html
+    prom = (tmp_path / "run" / "metrics.prom").read_text()
+    assert 'rackops_port_counter_delta{node="node05",hca="mlx5_4",counter="symbol_errors"}' in prom
+    assert "rackops_link_latency_us{" in prom
 
 
 def test_hung_tool_times_out_and_the_run_finishes(tmp_path: Path) -> None:

@@ -5,18 +5,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from rackops.checks.cabling import check_cabling, seen_from_iblinkinfo, seen_from_lldp
 from rackops.checks.dcgm import check_dcgm
 from rackops.checks.gpu import check_gpu_query, check_gpu_xml, check_nvlink
 from rackops.checks.hca import check_hca_ports
 from rackops.checks.host import check_gids, check_mlnx_qos, check_ofed, check_topo
 from rackops.checks.nccl import check_nccl
 from rackops.checks.perftest import check_perftest
+from rackops.checks.phy import PortReport, judge_ber, judge_optics
 from rackops.checks.tuning import check_host_tuning, check_jumbo_ping, designed_mtu
 from rackops.errors import RackopsError
 from rackops.findings import Finding, Status, Subject
 from rackops.inventory.model import Cluster, Node, RoceQos
 from rackops.parsers import ParseError, parse
+from rackops.parsers.rdma_link import PHYS_STATES
 from rackops.profiles import Profile, load_profile
 from rackops.suites import Suite, load_suite
 
@@ -109,7 +113,59 @@ def evaluate(tool: str, text: str, ctx: Context, node_name: str | None) -> list[
         return check_jumbo_ping(parsed, mtu, subject=Subject(node=node_name))
     if tool == "show_gids":
         return check_gids(parsed, _needs_node(ctx, tool).hcas, node=node_name)
-    raise RackopsError(f"no check reads {tool} output")
+    return _physical(tool, parsed, ctx, node_name)
+
+
+def _physical(tool: str, parsed: Any, ctx: Context, node_name: str | None) -> list[Finding]:
+    """The physical-layer tools: BER and optics judge one output; cabling needs the map;
+    counters are judged on what grew during a run (``rackops validate``), not one read."""
+    subj = Subject(node=node_name)
+    if tool == "mlxlink":
+        report = PortReport()
+        out = judge_ber(parsed, subj, ctx.profile, report)
+        if parsed.optics is not None:
+            out += judge_optics(parsed.optics, subj, report)
+        return out or [Finding("PHY-OK", Status.OK, subj, "BER and optics within limits")]
+    if tool == "ethtool-module":
+        out = judge_optics(parsed.optics, subj, PortReport())
+        if not parsed.complete:
+            out.append(Finding("PHY-000", Status.ERROR, subj, "ethtool -m output is cut off"))
+        return out or [Finding("PHY-OK", Status.OK, subj, "optics within the module's limits")]
+    if tool in ("lldpctl", "iblinkinfo"):
+        if ctx.cluster is None:
+            raise RackopsError(f"checking {tool} needs the cabling map: pass -i INVENTORY")
+        if tool == "iblinkinfo":
+            seen = seen_from_iblinkinfo(parsed, ctx.cluster)
+        else:
+            node = _needs_node(ctx, tool)
+            seen = seen_from_lldp(parsed, node.name, {h.netdev: h.device for h in node.hcas})
+        out = check_cabling(ctx.cluster, seen, how="LLDP" if tool == "lldpctl" else tool)
+        if not parsed.complete:
+            out.append(Finding("PARSE-000", Status.ERROR, subj, f"{tool} output is cut off"))
+        return out
+    if tool == "rdma-link":
+        hcas = {h.device for h in ctx.node.hcas} if ctx.node else None
+        out = [
+            Finding(
+                "HCA-001",
+                Status.FAIL,
+                Subject(node=node_name, hca=link.device, port=link.port),
+                f"port {link.state}/{link.physical_state}, expected ACTIVE/LINK_UP",
+                link.state,
+                "ACTIVE",
+            )
+            for link in parsed.links
+            if (hcas is None or link.device in hcas)
+            and link.physical_state in PHYS_STATES  # a line cut inside its states says nothing
+            and (link.state, link.physical_state) != ("ACTIVE", "LINK_UP")
+        ]
+        if not parsed.complete:
+            out.append(Finding("PARSE-000", Status.ERROR, subj, "rdma link output is cut off"))
+        return out or [Finding("HCA-OK", Status.OK, subj, "every port ACTIVE/LINK_UP")]
+    raise RackopsError(
+        f"no single-output check reads {tool}: its counters are judged on what grows during "
+        "a run (rackops validate); use `rackops parse` to read one output"
+    )
 
 
 def build_context(

@@ -202,10 +202,7 @@ DAEMONS = ("nv-fabricmanager", "nvidia-persistenced", "nv-hostengine")
 def _wrapper(tool: str) -> str:
     if tool in DAEMONS:
         return f"#!/bin/sh\n# rackops lab stand-in: {tool} daemon\nexec sleep infinity\n"
-    return (
-        f"#!/bin/sh\n# rackops lab stand-in: simulated hardware\n"
-        f'exec {HWSIM_RUN} {tool} "$@"\n'
-    )
+    return f'#!/bin/sh\n# rackops lab stand-in: simulated hardware\nexec {HWSIM_RUN} {tool} "$@"\n'
 
 
 def build_repo(dest: Path, versions: Versions) -> list[Package]:

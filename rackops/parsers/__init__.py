@@ -14,13 +14,17 @@ from typing import Any
 
 from rackops.parsers._common import ParseError, as_jsonable
 from rackops.parsers.dcgmi_diag import parse_dcgmi_diag
+from rackops.parsers.ethtool_module import parse_ethtool_module
 from rackops.parsers.ethtool_stats import parse_ethtool_stats
 from rackops.parsers.host_tuning import parse_host_tuning
+from rackops.parsers.iblinkinfo import parse_iblinkinfo
+from rackops.parsers.ibnetdiscover import parse_ibnetdiscover
 from rackops.parsers.ibstat import parse_ibstat
 from rackops.parsers.ibstatus import parse_ibstatus
 from rackops.parsers.ibv_devinfo import parse_ibv_devinfo
 from rackops.parsers.lldpctl import parse_lldpctl
 from rackops.parsers.mlnx_qos import parse_mlnx_qos
+from rackops.parsers.mlxlink import parse_mlxlink
 from rackops.parsers.nccl_tests import parse_nccl_tests
 from rackops.parsers.nvidia_smi import (
     parse_query_gpu,
@@ -29,6 +33,7 @@ from rackops.parsers.nvidia_smi import (
     parse_smi_xml,
 )
 from rackops.parsers.ofed_info import parse_ofed_info
+from rackops.parsers.perfquery import parse_perfquery
 from rackops.parsers.perftest import parse_perftest
 from rackops.parsers.ping import parse_ping
 from rackops.parsers.rdma_link import parse_rdma_link
@@ -50,8 +55,13 @@ TOOLS: dict[str, Callable[[str], Any]] = {
     "nvidia-smi-nvlink": parse_smi_nvlink,
     "host-tuning": parse_host_tuning,
     "ping": parse_ping,
-    # the physical layer (issue 12)
+    # the physical layer: counters, BER, optics, cabling
+    "perfquery": parse_perfquery,
     "ethtool-stats": parse_ethtool_stats,
+    "ethtool-module": parse_ethtool_module,
+    "mlxlink": parse_mlxlink,
+    "iblinkinfo": parse_iblinkinfo,
+    "ibnetdiscover": parse_ibnetdiscover,
     "lldpctl": parse_lldpctl,
     "rdma-link": parse_rdma_link,
 }

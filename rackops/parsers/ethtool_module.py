@@ -153,11 +153,8 @@ def _window(limits: dict[tuple[str, str], float | None]) -> Window | None:
         high_warning=limits.get(("high", "warning")),
         high_alarm=limits.get(("high", "alarm")),
     )
-    if all(v is None for v in (window.low_alarm, window.low_warning, window.high_warning)) and (
-        window.high_alarm is None
-    ):
-        return None
-    return window
+    limits_set = (window.low_alarm, window.low_warning, window.high_warning, window.high_alarm)
+    return None if all(v is None for v in limits_set) else window
 
 
 def parse_ethtool_module(text: str) -> EthtoolModule:

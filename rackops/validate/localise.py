@@ -8,6 +8,9 @@ Rules, in order (each pair failure is explained once):
 2. Pair results touching an unreachable node, a node culprit, or the culprit HCA of that
    rail are set aside as explained.
 3. On a rail where every link fails (three nodes or more), the leaf is the culprit.
+   A cable that is not where the cabling map says (a swap, a cable on another rail's
+   leaf, another port) is one culprit for the whole mistake, and every pair result through
+   a miswired port is set aside as untrustworthy: it measured some other path.
 4. A node whose links fail with most partners on most rails is the node.
 5. An HCA whose links fail with at least two partners, half or more of those it was tested
    with, is that HCA: its cable and switch port (from the cabling map).
@@ -24,7 +27,7 @@ from typing import Any
 
 @dataclass
 class Culprit:
-    kind: str  # gpu | hca | node | leaf | link | nccl
+    kind: str  # gpu | hca | node | leaf | link | nccl | cabling
     node: str | None
     message: str
     remediation: str
@@ -110,7 +113,39 @@ def localise(records: list[dict[str, Any]]) -> Verdict:
                 )
             c.evidence.append({"step": rec["id"], **f})
         warnings += [{"step": rec["id"], **f} for f in _fails(rec, "WARN")]
-    node_culprits = {k[0] for k in culprits}
+    # 1b. cabling: one culprit per mistake; its ports' pair results are untrustworthy
+    miswired: dict[tuple[str, str], Culprit] = {}
+    for rec in (r for r in records if r["kind"] == "cabling"):
+        for f in _fails(rec):
+            s = f["subject"]
+            ends = (f.get("observed") or {}).get("ends", [])
+            c = Culprit(
+                "cabling",
+                s["node"],
+                f["message"],
+                f.get("remediation") or "",
+                hca=s.get("hca"),
+                switch=s.get("switch"),
+                switch_port=s.get("switch_port"),
+                peer=ends[1] if len(ends) > 1 else None,
+            )
+            c.evidence.append({"step": rec["id"], **f})
+            culprits[("cabling", s["node"], s.get("hca"))] = c
+            for node, hca in (f.get("observed") or {}).get("hcas", [[s["node"], s.get("hca")]]):
+                miswired[(node, hca)] = c
+        warnings += [{"step": rec["id"], **f} for f in _fails(rec, "WARN")]
+    for rec in (r for r in records if r["kind"] == "peers"):
+        warnings += [{"step": rec["id"], **f} for f in _fails(rec, "WARN")]
+
+    def through_miswired(rec: dict[str, Any]) -> Culprit | None:
+        m = rec.get("meta", {})
+        for end in ("server", "client"):
+            c = miswired.get((m.get(end), m.get(f"{end}_hca")))
+            if c is not None:
+                return c
+        return None
+
+    node_culprits = {k[0] for k in culprits if k[0] != "cabling"}
     bad_hca = {(k[0], k[2]) for k in culprits if k[1] == "hca"}
     for rec in records:
         for f in _fails(rec, "ERROR"):
@@ -118,7 +153,9 @@ def localise(records: list[dict[str, Any]]) -> Verdict:
             m = rec.get("meta", {})
             ends = [(m.get("server"), m.get("server_hca")), (m.get("client"), m.get("client_hca"))]
             blamed = next((e for e in ends if e in bad_hca), None)
-            if rec["kind"] == "node" and node in node_culprits:
+            if rec["kind"] == "pair" and (wired := through_miswired(rec)) is not None:
+                wired.evidence.append({"step": rec["id"], "untrustworthy": True, **f})
+            elif rec["kind"] in ("node", "snapshot") and node in node_culprits:
                 first = next(c for k, c in culprits.items() if k[0] == node)
                 first.evidence.append({"step": rec["id"], **f})
             elif rec["kind"] == "pair" and blamed is not None:
@@ -136,6 +173,10 @@ def localise(records: list[dict[str, Any]]) -> Verdict:
         if {m["server"], m["client"]} & whole_nodes:
             continue
         if (m["server"], m["server_hca"]) in bad_hca or (m["client"], m["client_hca"]) in bad_hca:
+            continue
+        wired = through_miswired(rec)
+        if wired is not None:  # measured through a miswired port: says nothing of the HCA
+            wired.evidence.append({**_pair_evidence(rec), "untrustworthy": True})
             continue
         status = "FAIL" if _fails(rec) else ("ERROR" if _fails(rec, "ERROR") else "OK")
         if status == "ERROR":
@@ -297,6 +338,11 @@ def localise(records: list[dict[str, Any]]) -> Verdict:
 CABLE_FIX = (
     "reseat or replace the cable/transceiver of this HCA and check the switch port; then re-test"
 )
+LATENCY_FIX = (
+    "latency through this port is high with every partner: check its switch port (buffers, "
+    "QoS/ECN marking, a congested or mis-routed path), the HCA's firmware and its NUMA "
+    "placement; then re-test"
+)
 JUMBO_FIX = (
     "a hop drops jumbo frames: set the switch port MTU >= host MTU + 18 (C-22) and the "
     "host interface MTU to the design's (C-23, role net_mtu); then re-test"
@@ -308,6 +354,12 @@ def _symptom(recs: list[dict[str, Any]]) -> tuple[str, str]:
     codes = {f["code"] for r in recs for f in _fails(r)}
     if codes == {"C-25"}:
         return "drops jumbo frames (C-25)", JUMBO_FIX
+    if codes == {"PERF-002"}:
+        worst_us = max(
+            (r["meta"].get("lat_us") or 0 for r in recs if r["meta"].get("lat_us") is not None),
+            default=0,
+        )
+        return f"has high latency (up to {worst_us:.2f} us)", LATENCY_FIX
     return "is slow", CABLE_FIX
 
 
@@ -325,6 +377,7 @@ def _pair_evidence(rec: dict[str, Any]) -> dict[str, Any]:
         "client": f"{m['client']}/{m['client_hca']}",
         "rail": m["rail"],
         "bw_gbps": m.get("bw_gbps"),
+        "lat_us": m.get("lat_us"),
         "status": next((f["status"] for f in rec["findings"] if f["status"] != "OK"), "OK"),
     }
 
@@ -332,7 +385,7 @@ def _pair_evidence(rec: dict[str, Any]) -> dict[str, Any]:
 def failing_nodes(records: list[dict[str, Any]]) -> set[str]:
     """Nodes to leave out of multi-node NCCL: anything already blamed or unreachable."""
     v = localise(records)
-    out = {c.node for c in v.culprits if c.node and c.kind in ("node", "gpu", "hca")}
+    out = {c.node for c in v.culprits if c.node and c.kind in ("node", "gpu", "hca", "cabling")}
     out |= {r["node"] for r in records if r["kind"] == "unreachable"}
     out |= {e["subject"]["node"] for e in v.errors if e.get("subject", {}).get("node")}
     return {n for n in out if n}

@@ -100,6 +100,8 @@ class Plan:
     rails: tuple[int, ...]
     nccl_groups: tuple[NcclGroup, ...]
     estimate_s: float
+    latency: bool = False
+    physical: bool = False
 
     def describe(self) -> str:
         lines = [f"plan: {len(self.nodes)} nodes, rails {list(self.rails)}, pairing {self.pairing}"]
@@ -115,7 +117,13 @@ class Plan:
         lines.append(
             f"  stage 2: {len(self.rounds)} pair rounds, {pairs} node pairs × "
             f"{len(self.rails)} rails = {pairs * len(self.rails)} links"
+            + (" (bandwidth, then latency)" if self.latency else "")
         )
+        if self.physical:
+            lines.append(
+                "  physical layer: cabling against the map first; port counters before and "
+                "after the pair rounds; BER and optics after them"
+            )
         for r in self.rounds[:3]:
             lines.append(
                 f"    round {r.index + 1}: " + ", ".join(f"{p.server}↔{p.client}" for p in r.pairs)
@@ -175,6 +183,9 @@ def node_checks(suite: Suite, cluster: Cluster) -> list[NodeCheck]:
             )
         )
         if cluster.fabric.type == "roce":
+            if c.physical and c.physical.cabling:
+                # the LLDP neighbour of every fabric interface, for the cabling check
+                out.append(NodeCheck("lldpctl", "lldpctl", ("lldpctl", "-f", "json"), 30, 1))
             out.append(NodeCheck("show_gids", "show_gids", ("show_gids",), 30, 1))
             # the live host QoS against the design (drift is a FAIL before any bandwidth test)
             out.append(
@@ -259,8 +270,11 @@ def make_plan(
     checks = node_checks(suite, cluster)
     per_node = max((c.expected_s for c in checks), default=0) * 1.2
     per_round = (bw.duration_s * 1.3 + 5) * max(1, bw.repeats) if bw else 0
-    if suite.checks.perftest_lat:
-        per_round += 10
+    if suite.checks.perftest_lat:  # ~1 µs per iteration, plus connecting both ends
+        per_round += suite.checks.perftest_lat.iterations * 5e-6 + 3
+    phy = suite.checks.physical
+    if phy:  # two port snapshots (a few reads each), the hold-down at most, and cabling
+        per_node += phy.hold_down_s + 10
     nccl = 300 * len(groups)
     return Plan(
         tuple(names),
@@ -270,6 +284,8 @@ def make_plan(
         tuple(rails),
         tuple(groups),
         per_node + per_round * len(rounds) + nccl,
+        latency=bool(bw and suite.checks.perftest_lat),
+        physical=phy is not None,
     )
 
 

@@ -33,16 +33,8 @@ def build_report(run: RunDir) -> dict[str, Any]:
                 (f["status"] for f in rec["findings"]), key=STATUS_VALUE.__getitem__, default="OK"
             )
             nodes[rec["node"]][rec["tool"] if rec["kind"] == "node" else "ssh"] = st
-    pairs = [
-        {
-            **r["meta"],
-            "status": max(
-                (f["status"] for f in r["findings"]), key=STATUS_VALUE.__getitem__, default="OK"
-            ),
-        }
-        for r in records
-        if r["kind"] == "pair"
-    ]
+    pairs = _links(records)
+    ports = _ports(records)
     curves = []
     for rec in records:
         if rec["tool"] == "nccl-tests" and rec.get("stdout"):
@@ -62,9 +54,88 @@ def build_report(run: RunDir) -> dict[str, Any]:
         "warnings": verdict.warnings,
         "nodes": dict(sorted(nodes.items())),
         "pairs": pairs,
+        "ports": ports,
+        "cabling": next(
+            (
+                {"source": r["meta"].get("source"), "seen": r["meta"].get("seen", {})}
+                for r in records
+                if r["kind"] == "cabling"
+            ),
+            None,
+        ),
         "nccl_curves": curves,
         "steps": len(records),
     }
+
+
+def _worst(findings: list[dict[str, Any]]) -> str:
+    return max((f["status"] for f in findings), key=STATUS_VALUE.__getitem__, default="OK")
+
+
+def _links(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One entry per tested link: bandwidth, and latency beside it where it was measured."""
+    out: dict[tuple[Any, ...], dict[str, Any]] = {}
+    lat: list[dict[str, Any]] = []
+    for r in records:
+        if r["kind"] != "pair":
+            continue
+        if r["meta"].get("metric") == "lat":
+            lat.append(r)
+            continue
+        m = r["meta"]
+        st = _worst(r["findings"])
+        out[(m["server"], m["client"], m["rail"])] = {**m, "status": st, "bw_status": st}
+    for r in lat:
+        m = r["meta"]
+        key = (m["server"], m["client"], m["rail"])
+        st = _worst(r["findings"])
+        entry = out.setdefault(key, {k: v for k, v in m.items() if k != "metric"})
+        entry["lat_us"], entry["lat_status"] = m.get("lat_us"), st
+        entry["status"] = max(entry.get("status", "OK"), st, key=STATUS_VALUE.__getitem__)
+    return list(out.values())
+
+
+# the counters the report shows per port (normalised names from rackops.checks.phy)
+PORT_COLUMNS = (
+    "symbol_errors",
+    "corrected_bits",
+    "link_downed",
+    "link_recovery",
+    "rcv_errors",
+    "crc_errors",
+    "xmit_discards",
+    "rx_discards",
+)
+
+
+def _ports(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per cabled port after the run: error deltas under load, absolutes, BER, rx power."""
+    out = []
+    for r in records:
+        if r["kind"] != "node" or r["tool"] != "phy":
+            continue
+        for dev, rep in sorted(r["meta"].get("ports", {}).items()):
+            fs = [f for f in r["findings"] if f["subject"].get("hca") == dev]
+            subj = fs[0]["subject"] if fs else {}
+            rx = [v for v in rep.get("rx_power_dbm", []) if v is not None]
+            out.append(
+                {
+                    "node": r["node"],
+                    "hca": dev,
+                    "switch": subj.get("switch"),
+                    "switch_port": subj.get("switch_port"),
+                    "status": _worst(fs),
+                    "delta": {k: rep["delta"][k] for k in PORT_COLUMNS if k in rep["delta"]},
+                    "absolute": {
+                        k: rep["absolute"][k] for k in PORT_COLUMNS if k in rep["absolute"]
+                    },
+                    "raw_ber": rep.get("raw_ber"),
+                    "effective_ber": rep.get("effective_ber"),
+                    "rx_power_min_dbm": min(rx) if rx else None,
+                    "interval_s": r["meta"].get("interval_s"),
+                }
+            )
+    return out
 
 
 def _nccl_curve(run: RunDir, rec: dict[str, Any]) -> dict[str, Any] | None:
@@ -169,6 +240,36 @@ def prometheus(report: dict[str, Any]) -> str:
                 f'client="{_label(p["client"])}",rail="{p["rail"]}"}} {p["bw_gbps"]}'
             )
     out += [
+        "# HELP rackops_link_latency_us ib_write_lat average at the pinned size.",
+        "# TYPE rackops_link_latency_us gauge",
+    ]
+    for p in report["pairs"]:
+        if p.get("lat_us") is not None:
+            out.append(
+                f'rackops_link_latency_us{{server="{_label(p["server"])}",'
+                f'client="{_label(p["client"])}",rail="{p["rail"]}"}} {p["lat_us"]}'
+            )
+    out += [
+        "# HELP rackops_port_counter_delta What a port counter grew by during the run.",
+        "# TYPE rackops_port_counter_delta gauge",
+    ]
+    for port in report.get("ports", []):
+        for counter, value in sorted(port["delta"].items()):
+            out.append(
+                f'rackops_port_counter_delta{{node="{_label(port["node"])}",'
+                f'hca="{_label(port["hca"])}",counter="{counter}"}} {value}'
+            )
+    out += [
+        "# HELP rackops_port_raw_ber Raw (pre-FEC) physical BER of a port (mlxlink).",
+        "# TYPE rackops_port_raw_ber gauge",
+    ]
+    for port in report.get("ports", []):
+        if port.get("raw_ber") is not None:
+            out.append(
+                f'rackops_port_raw_ber{{node="{_label(port["node"])}",'
+                f'hca="{_label(port["hca"])}"}} {port["raw_ber"]:.3e}'
+            )
+    out += [
         "# HELP rackops_culprits Number of things to fix.",
         "# TYPE rackops_culprits gauge",
         f"rackops_culprits {len(report['culprits'])}",
@@ -240,6 +341,7 @@ def html(report: dict[str, Any]) -> str:
         checks=checks,
         matrix=matrix,
         worst_link=worst_link,
+        port_columns=PORT_COLUMNS,
         curves=[
             (c["name"], markupsafe.Markup(_svg_curve(c)))  # our own SVG, numbers only
             for c in report["nccl_curves"]

@@ -26,6 +26,8 @@ from rackops.parsers import ParseError, parse
 from rackops.profiles import Profile
 from rackops.suites import Suite
 from rackops.validate.executor import CommandResult, SshExecutor, Target
+from rackops.validate.peergate import peer_findings
+from rackops.validate.physical import Physical
 from rackops.validate.plan import PERFTEST_PORT, NodeCheck, Plan, hca_on_rail
 from rackops.validate.rundir import RunDir
 
@@ -72,7 +74,8 @@ class Runner:
     progress: Progress = _stderr
     # Each invocation uses its own perftest ports: a killed run's servers may still hold the
     # previous ones until their remote timeout fires, and --resume must not collide.
-    port_base: int = field(default_factory=lambda: PERFTEST_PORT + 10 * random.randrange(200))
+    port_base: int = field(default_factory=lambda: PERFTEST_PORT + 200 * random.randrange(100))
+    _done: set[str] = field(default_factory=set)
 
     def _ctx(self, node: str) -> Context:
         n = self.cluster.node(node)
@@ -225,7 +228,22 @@ class Runner:
         text = result.stdout
         if tool in ("perftest", "nccl-tests") or not text.strip():
             text = result.stdout + "\n" + result.stderr
-        findings = evaluate(tool, text, self._ctx(node), node)
+        node_ctx = self._ctx(node)
+        if tool == "lldpctl":  # parse only: evaluate would judge this one node's cables
+            try:
+                parse(tool, text)
+                return [Finding("CAB-READ", Status.OK, subj, "LLDP neighbours read")]
+            except ParseError as exc:
+                return [
+                    Finding(
+                        "CAB-000",
+                        Status.ERROR,
+                        subj,
+                        f"LLDP neighbours unreadable, cabling not checked: {exc}",
+                        remediation="start lldpd on the host (and LLDP on the switch ports)",
+                    )
+                ]
+        findings = evaluate(tool, text, node_ctx, node)
         if tool == "ibv_devinfo":  # read for active_mtu only: ibstat judges the ports
             findings = [f for f in findings if f.code == "HCA-007" or f.status is Status.ERROR]
             if not findings:
@@ -274,6 +292,14 @@ class Runner:
             findings = jumbo[0] + findings
             meta["jumbo_ping"] = jumbo[1]
         self._record(step, "pair", client, "perftest", result, findings, meta)
+        lat = self.suite.checks.perftest_lat
+        lat_step = "lat/" + step.split("/", 1)[1]
+        if lat is not None and lat_step not in self._done and not meta.get("skipped"):
+            findings, result, meta = self._pair_once(
+                server, client, rail, lat_step + "/0", skip=skip, kind="lat"
+            )
+            meta["metric"] = "lat"
+            self._record(lat_step, "pair", client, "perftest-lat", result, findings, meta)
 
     def _link_subject(self, server: str, client: str, rail: int) -> Subject:
         """A pair's link as findings name it: the client's HCA and switch port, the peer."""
@@ -321,9 +347,12 @@ class Runner:
         return check_jumbo_ping(parsed, mtu, subject=subj), saved
 
     def _pair_once(
-        self, server: str, client: str, rail: int, step: str, *, skip: set[str]
+        self, server: str, client: str, rail: int, step: str, *, skip: set[str], kind: str = "bw"
     ) -> tuple[list[Finding], CommandResult | None, dict[str, Any]]:
+        """One perftest between the two ends of a rail link: bandwidth (the suite's
+        perftest_bw) or latency (perftest_lat), server first, identical options."""
         bw = self.suite.checks.perftest_bw
+        lat = self.suite.checks.perftest_lat
         assert bw is not None
         s_node, c_node = self.cluster.node(server), self.cluster.node(client)
         dev_s, dev_c = hca_on_rail(s_node, rail), hca_on_rail(c_node, rail)
@@ -347,27 +376,33 @@ class Runner:
                 None,
                 meta,
             )
-        port = self.port_base + rail
-        opts = [
-            "-s",
-            str(bw.message_size_bytes),
-            "-D",
-            str(bw.duration_s),
-            "-q",
-            str(bw.qps),
-            "-F",
-            "--report_gbits",
-            "-p",
-            str(port),
-        ]
-        if bw.bidirectional:
-            opts.append("-b")
+        tool: str
+        if kind == "lat":
+            assert lat is not None
+            port = self.port_base + 100 + rail  # latency servers never meet bandwidth ones
+            opts = ["-s", str(lat.message_size_bytes), "-n", str(lat.iterations), "-F"]
+            opts += ["-p", str(port)]
+            tool, size, timeout = lat.tool, lat.message_size_bytes, lat.timeout_s
+        else:
+            port = self.port_base + rail
+            opts = [
+                "-s",
+                str(bw.message_size_bytes),
+                "-D",
+                str(bw.duration_s),
+                "-q",
+                str(bw.qps),
+                "-F",
+                "--report_gbits",
+                "-p",
+                str(port),
+            ]
+            if bw.bidirectional:
+                opts.append("-b")
+            tool, size, timeout = bw.tool, bw.message_size_bytes, bw.timeout_s
         server_ip = hca_s.address or s_node.address
-        timeout = bw.timeout_s
         try:
-            handle = self.executor.start(
-                self.targets[server], [bw.tool, "-d", dev_s, *opts], timeout
-            )
+            handle = self.executor.start(self.targets[server], [tool, "-d", dev_s, *opts], timeout)
         except Exception as exc:
             return (
                 [Finding("PAIR-000", Status.ERROR, subj, f"server did not start: {exc}")],
@@ -376,7 +411,7 @@ class Runner:
             )
         handle.wait_for(b"Waiting for client", 15)
         result = self.executor.run(
-            self.targets[client], [bw.tool, "-d", dev_c, *opts, server_ip], timeout
+            self.targets[client], [tool, "-d", dev_c, *opts, server_ip], timeout
         )
         server_result = handle.wait(timeout + 10)
         self.rundir.save_output(step + "/server", server_result)
@@ -387,20 +422,21 @@ class Runner:
                     "RUN-TIMEOUT",
                     Status.ERROR,
                     subj,
-                    f"{bw.tool} did not finish in {timeout:g} s; killed",
+                    f"{tool} did not finish in {timeout:g} s; killed",
                 )
             ]
         else:
             try:
                 parsed = parse("perftest", result.stdout + "\n" + result.stderr)
                 findings = check_perftest(
-                    parsed,
-                    self.profiles[c_node.profile],
-                    subject=subj,
-                    message_size_bytes=bw.message_size_bytes,
+                    parsed, self.profiles[c_node.profile], subject=subj, message_size_bytes=size
                 )
-                row = parsed.row_at(bw.message_size_bytes) if parsed.rows else None
-                meta["bw_gbps"] = getattr(row, "bw_avg_gbps", None)
+                row = parsed.row_at(size) if parsed.rows else None
+                if kind == "lat":
+                    avg = getattr(row, "t_avg_us", None)
+                    meta["lat_us"] = avg if avg is not None else getattr(row, "t_typical_us", None)
+                else:
+                    meta["bw_gbps"] = getattr(row, "bw_avg_gbps", None)
             except ParseError as exc:
                 findings = [Finding("PARSE-000", Status.ERROR, subj, f"unreadable: {exc}")]
         return findings, result, meta
@@ -499,10 +535,38 @@ class Runner:
             self.progress(f"[nccl] {group.name}: {worst(findings).value}")
 
     def run(self, plan: Plan) -> None:
-        done = self.rundir.done_ids()
+        done = self._done = self.rundir.done_ids()
         started = time.monotonic()
         unreachable = self.node_stage(plan, done)
+        phy = self.suite.checks.physical
+        physical = None
+        if phy is not None:
+            physical = Physical(
+                self.cluster,
+                self.profiles,
+                self.targets,
+                self.executor,
+                self.rundir,
+                phy,
+                self.concurrency,
+            )
+            physical.cabling(plan.nodes, done, unreachable)  # first: a miswired port's
+            # bandwidth is not the HCA's
+            physical.snapshot(plan.nodes, done, unreachable, "before")
+            self.progress("[phy] cabling checked; port counters read before the pair rounds")
         self.pair_stage(plan, done, unreachable)
+        if physical is not None:
+            physical.snapshot(plan.nodes, done, unreachable, "after")
+            self.progress("[phy] port counters, BER and optics read after the pair rounds")
+        if self.suite.checks.peer_gate and "peers" not in done:
+            self._record(
+                "peers",
+                "peers",
+                None,
+                "peer-gate",
+                None,
+                peer_findings(self.rundir.records(), self.cluster, self.profiles),
+            )
         from rackops.validate.localise import failing_nodes
 
         bad = failing_nodes(self.rundir.records()) | unreachable

@@ -74,6 +74,8 @@ def iblinkinfo(node, args):
     for n, i, leaf, port in plugs:
         dev = n.hcas()[i]
         state, phys, rate, width = n.port(dev)
+        if state != "Active":
+            continue  # the subnet manager cannot reach a CA behind a port that is down
         out += "CA: %s %s:\n" % (n.name, dev)
         out += "      0x%s %6d %4d[  ] ==%s==>  %s" % (
             n.guid(i, 1),
@@ -147,6 +149,8 @@ def ibnetdiscover(node, args):
             )
     for n, i, leaf, port in plugs:
         state, _, rate, width = n.port(n.hcas()[i])
+        if state != "Active":
+            continue  # not discovered: the port to it is down
         out += "\nvendid=0x2c9\ndevid=0x1021\nsysimgguid=0x%s\ncaguid=0x%s\n" % (
             n.guid(i).lstrip("0"),
             n.guid(i).lstrip("0"),

@@ -1,0 +1,514 @@
+"""The physical layer of every cabled port: counters under load, BER, optics, flaps.
+
+Counters are read twice, before the pair rounds and after them (``PortSample``: perfquery
+on InfiniBand, ``ethtool -S`` plus the RDMA ``hw_counters`` on RoCE, normalised to one set
+of names). Findings are on the *delta*, what grew while the rack moved traffic; the
+absolute values travel along for context. A counter the host does not expose is WARN
+(nothing was judged), never a pass. Every finding names the port at both ends of its
+cable: the node's HCA and the switch port of the cabling map.
+
+Thresholds are the profile's ``phy`` section (each number with its source there).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from rackops.findings import Finding, Status, Subject
+from rackops.parsers.ethtool_module import Optics, Window
+from rackops.parsers.ethtool_stats import EthtoolStats
+from rackops.parsers.mlxlink import MlxLink
+from rackops.parsers.perfquery import PortCounters
+from rackops.profiles import PhyThresholds, Profile
+
+# normalised counter -> its name on each family (what the finding quotes)
+IB_NAMES = {
+    "symbol_errors": "SymbolErrorCounter",
+    "link_recovery": "LinkErrorRecoveryCounter",
+    "link_downed": "LinkDownedCounter",
+    "rcv_errors": "PortRcvErrors",
+    "remote_phys_errors": "PortRcvRemotePhysicalErrors",
+    "xmit_discards": "PortXmitDiscards",
+    "local_link_integrity": "LocalLinkIntegrityErrors",
+    "buffer_overrun": "ExcessiveBufferOverrunErrors",
+    "xmit_wait": "PortXmitWait",
+    "rx_words": "PortRcvData",
+    "tx_words": "PortXmitData",
+    "rx_pkts": "PortRcvPkts",
+    "tx_pkts": "PortXmitPkts",
+}
+ROCE_NAMES = {
+    "symbol_errors": "rx_pcs_symbol_err_phy",
+    "corrected_bits": "rx_corrected_bits_phy",
+    "crc_errors": "rx_crc_errors_phy",
+    "rx_discards": "rx_discards_phy",
+    "link_downed": "link_down_events_phy",
+    "out_of_buffer": "rx_out_of_buffer",
+    "rx_bytes": "rx_bytes_phy",
+    "tx_bytes": "tx_bytes_phy",
+    "rx_pkts": "rx_packets_phy",
+    "tx_pkts": "tx_packets_phy",
+}
+HW_COUNTERS = ("np_cnp_sent", "rp_cnp_handled")  # RDMA hw_counters (not in ethtool -S)
+# error counters: what grows here under load is a fault of the cable, transceiver or port
+PORT_ERRORS = ("rcv_errors", "remote_phys_errors", "local_link_integrity", "buffer_overrun")
+
+
+@dataclass(frozen=True)
+class PortSample:
+    """One snapshot of one cabled port, in normalised counter names."""
+
+    family: str  # "ib" | "roce"
+    counters: dict[str, int]
+    missing: tuple[str, ...] = ()  # counters the host does not expose (their real names)
+    saturated: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "family": self.family,
+            "counters": self.counters,
+            "missing": list(self.missing),
+            "saturated": list(self.saturated),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> PortSample:
+        return cls(
+            d["family"],
+            {k: int(v) for k, v in d["counters"].items()},
+            tuple(d.get("missing", ())),
+            tuple(d.get("saturated", ())),
+        )
+
+
+def sample_ib(pc: PortCounters) -> PortSample:
+    out: dict[str, int] = {}
+    missing = []
+    for norm, name in IB_NAMES.items():
+        if name in pc.counters:
+            out[norm] = pc.counters[name]
+        else:
+            missing.append(name)
+    sat = tuple(n for n in pc.saturated if n in IB_NAMES.values())
+    return PortSample("ib", out, tuple(missing), sat)
+
+
+def sample_roce(
+    stats: EthtoolStats, hw: dict[str, int], pfc_priorities: tuple[int, ...]
+) -> PortSample:
+    c = stats.counters
+    out: dict[str, int] = {}
+    missing = []
+    for norm, name in ROCE_NAMES.items():
+        if name in c:
+            out[norm] = c[name]
+        else:
+            missing.append(name)
+    for p in pfc_priorities:  # mlx5 prints pause counters only where PFC is on
+        for d in ("rx", "tx"):
+            for suffix, key in (
+                ("pause", f"pause_{d}_p{p}"),
+                ("pause_duration", f"pause_{d}_us_p{p}"),
+            ):
+                name = f"{d}_prio{p}_{suffix}"
+                if name in c:
+                    out[key] = c[name]
+                else:
+                    missing.append(name)
+    for name in HW_COUNTERS:
+        if name in hw:
+            out[name] = hw[name]
+        else:
+            missing.append(f"hw_counters/{name}")
+    return PortSample("roce", out, tuple(missing), ())
+
+
+@dataclass
+class PortReport:
+    """What the report shows for one port: deltas, absolutes, BER, optics."""
+
+    delta: dict[str, int] = field(default_factory=dict)
+    absolute: dict[str, int] = field(default_factory=dict)
+    raw_ber: float | None = None
+    effective_ber: float | None = None
+    rx_power_dbm: list[float | None] = field(default_factory=list)
+
+
+def _end_to_end(subj: Subject) -> str:
+    far = f"{subj.switch} {subj.switch_port}" if subj.switch else "its switch port"
+    return f"{subj.node} {subj.hca} ↔ {far}"
+
+
+CABLE_FIX = (
+    "clean or replace the transceivers and the cable at both ends ({ends}), reseat, then "
+    "re-test; if it follows the port, open a case for the HCA or the switch port"
+)
+
+
+def judge_counters(
+    before: PortSample,
+    after: PortSample,
+    subj: Subject,
+    phy: PhyThresholds,
+    interval_s: float,
+    report: PortReport,
+) -> list[Finding]:
+    """Findings on what grew between the two snapshots of one port."""
+    names = IB_NAMES if after.family == "ib" else ROCE_NAMES
+    ends = _end_to_end(subj)
+    fix = CABLE_FIX.format(ends=ends)
+    out: list[Finding] = []
+    d = {k: after.counters[k] - before.counters[k] for k in after.counters if k in before.counters}
+    report.delta.update(d)
+    report.absolute.update(after.counters)
+    wrapped = [k for k, v in d.items() if v < 0]
+    if wrapped:  # a counter reset (or wrapped) between the snapshots: the delta says nothing
+        out.append(
+            Finding(
+                "PHY-009",
+                Status.WARN,
+                subj,
+                f"counters went backwards between the snapshots ({', '.join(wrapped)}): "
+                "someone cleared them during the run; not judged",
+                remediation="do not clear port counters during an acceptance run",
+            )
+        )
+        return out
+    if after.missing:
+        out.append(
+            Finding(
+                "PHY-009",
+                Status.WARN,
+                subj,
+                f"not exposed by this host, so not judged: {', '.join(after.missing)}",
+                remediation="a driver/firmware/perfquery that reports these counters "
+                "(MLNX_OFED/DOCA mlx5, rdma-core >= 29), or PFC on the lossless priority",
+            )
+        )
+    if after.saturated:
+        out.append(
+            Finding(
+                "PHY-009",
+                Status.WARN,
+                subj,
+                f"saturated at their width's maximum, delta unknown: {', '.join(after.saturated)}",
+                remediation="read the 64-bit extended counters (perfquery -x) or clear them "
+                "before the run",
+            )
+        )
+    # bits received while the rack was under load (PortRcvData counts 4-octet words)
+    rx_bits = 32 * d.get("rx_words", 0) if after.family == "ib" else 8 * d.get("rx_bytes", 0)
+    pkts = d.get("rx_pkts", 0) + d.get("tx_pkts", 0)
+
+    # flaps: the link went down or retrained while the rack was under load
+    for key, limit in (
+        ("link_downed", phy.link_downed_max),
+        ("link_recovery", phy.link_error_recovery_max),
+    ):
+        if key in d and d[key] > limit:
+            out.append(
+                Finding(
+                    "PHY-007",
+                    Status.FAIL,
+                    subj,
+                    f"link flapped: {names.get(key, key)} +{d[key]} during the run "
+                    f"(now {after.counters[key]}); {ends}",
+                    {"delta": d[key], "absolute": after.counters[key]},
+                    limit,
+                    "events",
+                    fix,
+                )
+            )
+    # uncorrectable symbol errors per bit received
+    se = d.get("symbol_errors", 0)
+    if se > 0:
+        rate = se / rx_bits if rx_bits else float("inf")
+        status = Status.FAIL if rate > phy.symbol_error_ber_max else Status.WARN
+        out.append(
+            Finding(
+                "PHY-001",
+                status,
+                subj,
+                f"{names['symbol_errors']} +{se} under load ({_ber(rate)} per bit received, "
+                f"limit {phy.symbol_error_ber_max:g}); {ends}",
+                {
+                    "delta": se,
+                    "per_bit": None if rx_bits == 0 else rate,
+                    "absolute": after.counters["symbol_errors"],
+                },
+                phy.symbol_error_ber_max,
+                "errors/bit",
+                fix,
+            )
+        )
+    # errors FEC corrected (RoCE): the raw BER FEC still hides
+    cb = d.get("corrected_bits", 0)
+    if rx_bits and cb / rx_bits > phy.raw_ber_max:
+        out.append(
+            Finding(
+                "PHY-002",
+                Status.FAIL,
+                subj,
+                f"pre-FEC BER {_ber(cb / rx_bits)} ({names['corrected_bits']} +{cb} over "
+                f"{rx_bits} bits) above {phy.raw_ber_max:g}: FEC still hides it; {ends}",
+                cb / rx_bits,
+                phy.raw_ber_max,
+                "BER",
+                fix,
+            )
+        )
+    bad = {k: d[k] for k in (*PORT_ERRORS, "crc_errors") if d.get(k, 0) > phy.port_errors_max}
+    if bad:
+        what = ", ".join(f"{names.get(k, k)} +{v}" for k, v in bad.items())
+        out.append(
+            Finding(
+                "PHY-004",
+                Status.FAIL,
+                subj,
+                f"port errors grew under load: {what}; {ends}",
+                bad,
+                phy.port_errors_max,
+                "errors",
+                fix,
+            )
+        )
+    for key in ("xmit_discards", "rx_discards"):
+        if d.get(key, 0) > 0 and pkts and 100.0 * d[key] / pkts > phy.discard_pct_max:
+            out.append(
+                Finding(
+                    "PHY-005",
+                    Status.FAIL,
+                    subj,
+                    f"{names[key]} +{d[key]} = {100.0 * d[key] / pkts:.3f} % of packets "
+                    f"(limit {phy.discard_pct_max:g} %); {ends}",
+                    d[key],
+                    phy.discard_pct_max,
+                    "%",
+                    "drops on a lossless fabric: check PFC on both ends (C-12/C-13), the "
+                    "switch buffer profile and the port's congestion",
+                )
+            )
+    if (
+        d.get("out_of_buffer", 0) > 0
+        and pkts
+        and 100.0 * d["out_of_buffer"] / pkts > phy.discard_pct_max
+    ):
+        out.append(
+            Finding(
+                "PHY-005",
+                Status.WARN,
+                subj,
+                f"rx_out_of_buffer +{d['out_of_buffer']}: the host did not post receive "
+                "buffers fast enough (a host issue, not the cable)",
+                d["out_of_buffer"],
+                phy.discard_pct_max,
+                "%",
+                "check the receiving process's CPU/NUMA placement and ring sizes",
+            )
+        )
+    # pause storms on the lossless priorities
+    for key, v in d.items():
+        if key.startswith("pause_") and "_us_" in key and interval_s > 0:
+            pct = 100.0 * v / 1e6 / interval_s
+            if pct > phy.pause_time_pct_max:
+                direction, prio = key.split("_")[1], key.rsplit("_p", 1)[1]
+                out.append(
+                    Finding(
+                        "PHY-006",
+                        Status.FAIL,
+                        subj,
+                        f"priority {prio} paused {pct:.1f} % of the run ({direction}: "
+                        f"{v / 1e6:.2f} s of {interval_s:.0f} s): a pause storm; {ends}",
+                        pct,
+                        phy.pause_time_pct_max,
+                        "%",
+                        "find the port that cannot drain (a stuck receiver, a slow HCA, PFC "
+                        "on the wrong priority); the PFC watchdog should act on it",
+                    )
+                )
+    return out
+
+
+def judge_state(state: str | None, subj: Subject) -> list[Finding]:
+    """A port that is not Active at the second snapshot went down during the run."""
+    if state is None or state.lower() == "active":
+        return []
+    return [
+        Finding(
+            "PHY-008",
+            Status.FAIL,
+            subj,
+            f"port is {state} at the end of the run (Active before it): it went down under "
+            f"load; {_end_to_end(subj)}",
+            state,
+            "Active",
+            remediation=CABLE_FIX.format(ends=_end_to_end(subj)),
+        )
+    ]
+
+
+def judge_ber(ml: MlxLink, subj: Subject, profile: Profile, report: PortReport) -> list[Finding]:
+    phy = profile.phy
+    ends = _end_to_end(subj)
+    out: list[Finding] = []
+    report.raw_ber, report.effective_ber = ml.raw_ber, ml.effective_ber
+    if not ml.complete:
+        return [
+            Finding(
+                "PHY-000",
+                Status.ERROR,
+                subj,
+                "mlxlink output is cut off: BER not judged"
+                + (f" ({'; '.join(ml.errors)})" if ml.errors else ""),
+                remediation="rerun mlxlink -d <dev> -c -e and keep the whole output",
+            )
+        ]
+    if ml.raw_ber is None and ml.effective_ber is None:
+        out.append(
+            Finding(
+                "PHY-009",
+                Status.WARN,
+                subj,
+                "mlxlink printed no BER (no 'Physical Counters and BER Info'): not judged",
+                remediation="run mlxlink with -c (MFT >= 4.2x)",
+            )
+        )
+    if ml.raw_ber is not None and ml.raw_ber > phy.raw_ber_max:
+        out.append(
+            Finding(
+                "PHY-002",
+                Status.FAIL,
+                subj,
+                f"raw physical BER {_ber(ml.raw_ber)} above {phy.raw_ber_max:g} "
+                f"(FEC {ml.fec or '?'} still hides it); {ends}",
+                ml.raw_ber,
+                phy.raw_ber_max,
+                "BER",
+                CABLE_FIX.format(ends=ends),
+            )
+        )
+    if ml.effective_ber is not None and ml.effective_ber > phy.effective_ber_max:
+        out.append(
+            Finding(
+                "PHY-003",
+                Status.FAIL,
+                subj,
+                f"effective (post-FEC) BER {_ber(ml.effective_ber)} above "
+                f"{phy.effective_ber_max:g}: errors reach the traffic; {ends}",
+                ml.effective_ber,
+                phy.effective_ber_max,
+                "BER",
+                CABLE_FIX.format(ends=ends),
+            )
+        )
+    if ml.status_opcode:  # the firmware's own troubleshooting verdict on this link
+        out.append(
+            Finding(
+                "PHY-015",
+                Status.WARN,
+                subj,
+                f"mlxlink troubleshooting status {ml.status_opcode}: "
+                f"{ml.recommendation or 'no recommendation'}; {ends}",
+                ml.status_opcode,
+                0,
+                remediation=ml.recommendation or CABLE_FIX.format(ends=ends),
+            )
+        )
+    want_width = profile.hca.width.lower()
+    if ml.width and ml.width.lower() not in (want_width, "n/a") and ml.state == "Active":
+        out.append(
+            Finding(
+                "PHY-013",
+                Status.FAIL,
+                subj,
+                f"link trained at width {ml.width}, expected {profile.hca.width}; {ends}",
+                ml.width,
+                profile.hca.width,
+                remediation=CABLE_FIX.format(ends=ends),
+            )
+        )
+    return out
+
+
+def judge_optics(opt: Optics, subj: Subject, report: PortReport) -> list[Finding]:
+    """Each lane's power and the module temperature against the module's own limits."""
+    ends = _end_to_end(subj)
+    where = f"{opt.vendor or '?'} {opt.part_number or '?'} SN {opt.serial or '?'}"
+    report.rx_power_dbm = list(opt.rx_power_dbm)
+    if not opt.dom:
+        return []  # a passive copper cable reports no diagnostics: nothing to judge
+    out: list[Finding] = []
+    fix = (
+        f"clean the fibre and the connectors of both ends ({ends}); replace the transceiver "
+        f"{where} if it stays out of its window"
+    )
+    for lane in opt.dark_lanes:
+        out.append(
+            Finding(
+                "PHY-014",
+                Status.FAIL,
+                subj,
+                f"no light on rx lane {lane} of module {where}; {ends}",
+                None,
+                None,
+                "dBm",
+                fix,
+            )
+        )
+    for label, values, window in (
+        ("rx power", opt.rx_power_dbm, opt.rx_power_window_dbm),
+        ("tx power", opt.tx_power_dbm, opt.tx_power_window_dbm),
+    ):
+        if window is None:
+            continue
+        for lane, v in enumerate(values, 1):
+            if v is None:
+                continue
+            status, edge = _window(v, window)
+            if status is not Status.OK:
+                out.append(
+                    Finding(
+                        "PHY-010" if status is Status.FAIL else "PHY-011",
+                        status,
+                        subj,
+                        f"{label} of lane {lane} is {v:.2f} dBm, beyond the module's {edge} "
+                        f"(module {where}); {ends}",
+                        v,
+                        edge,
+                        "dBm",
+                        fix,
+                    )
+                )
+    if opt.temperature_c is not None and opt.temperature_window_c is not None:
+        status, edge = _window(opt.temperature_c, opt.temperature_window_c)
+        if status is not Status.OK:
+            out.append(
+                Finding(
+                    "PHY-012",
+                    status,
+                    subj,
+                    f"module {where} at {opt.temperature_c:.1f} °C, beyond its {edge}; {ends}",
+                    opt.temperature_c,
+                    edge,
+                    "C",
+                    "check the airflow at this port and the module; replace it if it stays hot",
+                )
+            )
+    return out
+
+
+def _window(v: float, w: Window) -> tuple[Status, str]:
+    if w.low_alarm is not None and v < w.low_alarm:
+        return Status.FAIL, f"low alarm {w.low_alarm:g}"
+    if w.high_alarm is not None and v > w.high_alarm:
+        return Status.FAIL, f"high alarm {w.high_alarm:g}"
+    if w.low_warning is not None and v < w.low_warning:
+        return Status.WARN, f"low warning {w.low_warning:g}"
+    if w.high_warning is not None and v > w.high_warning:
+        return Status.WARN, f"high warning {w.high_warning:g}"
+    return Status.OK, ""
+
+
+def _ber(x: float) -> str:
+    return "inf" if x == float("inf") else f"{x:.1e}"

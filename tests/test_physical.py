@@ -1,0 +1,328 @@
+"""The physical layer: cabling against the map (one swap is one finding), counters judged
+on what grew under load, BER and optics against limits, the peer gate, and how
+localisation treats a miswired port's pair results."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rackops.checks.cabling import Seen, check_cabling, seen_from_lldp
+from rackops.checks.peers import peer_gate
+from rackops.checks.phy import PortReport, PortSample, judge_counters, judge_optics, judge_state
+from rackops.findings import Finding, Status, Subject, worst
+from rackops.inventory import load_inventory
+from rackops.parsers import parse
+from rackops.profiles import load_profile
+from rackops.validate.localise import localise
+from rackops.validate.peergate import peer_findings
+
+ROOT = Path(__file__).resolve().parent.parent
+FIX = Path(__file__).parent / "fixtures"
+ROCE = load_inventory(ROOT / "inventories/example-roce").raise_for_errors()
+PROFILE = load_profile("h100-sxm-roce400").profile
+SUBJ = Subject(node="node02", hca="mlx5_2", port=1, switch="leaf-r2", switch_port="Ethernet8")
+
+
+def designed() -> dict[tuple[str, str], Seen | None]:
+    return {(n.name, h.device): Seen(h.switch, h.port) for n in ROCE.nodes for h in n.hcas}
+
+
+def fails(findings: list[Finding]) -> list[Finding]:
+    return [f for f in findings if f.status is Status.FAIL]
+
+
+# --- cabling ---------------------------------------------------------------------------------
+
+
+def test_cabled_as_designed_is_all_ok() -> None:
+    out = check_cabling(ROCE, designed(), how="LLDP")
+    assert {f.status for f in out} == {Status.OK} and len(out) == 32
+
+
+def test_two_swapped_cables_are_one_swap_naming_both() -> None:
+    seen = designed()
+    seen[("node03", "mlx5_2")] = Seen("leaf-r2", "Ethernet24")  # node04's port
+    seen[("node04", "mlx5_2")] = Seen("leaf-r2", "Ethernet16")  # node03's port
+    (swap,) = fails(check_cabling(ROCE, seen, how="LLDP"))
+    assert swap.code == "CAB-SWAP"
+    assert swap.message.startswith(
+        "node03 mlx5_2 is in leaf-r2 Ethernet24, designed Ethernet16; node04 mlx5_2 the reverse"
+    )
+    assert swap.observed["hcas"] == [["node03", "mlx5_2"], ["node04", "mlx5_2"]]
+
+
+def test_a_cable_on_another_rails_leaf_is_a_miscabling_to_that_rail() -> None:
+    seen = designed()
+    seen[("node01", "mlx5_3")] = Seen("leaf-r4", "swp9")
+    (f,) = fails(check_cabling(ROCE, seen, how="LLDP"))
+    assert f.code == "CAB-RAIL" and "a leaf of rail 4; designed leaf-r3 swp1" in f.message
+    assert (f.subject.switch, f.subject.switch_port) == ("leaf-r3", "swp1")
+
+
+def test_wrong_port_names_whose_port_it_took_and_a_silent_port_is_a_warning() -> None:
+    seen = designed()
+    seen[("node01", "mlx5_0")] = Seen("leaf-r0", "Ethernet8")  # node02's, not a swap
+    seen[("node04", "mlx5_7")] = None
+    out = check_cabling(ROCE, seen, how="LLDP")
+    (f,) = fails(out)
+    assert f.code == "CAB-PORT" and "(designed for node02 mlx5_0)" in f.message
+    (w,) = [x for x in out if x.status is Status.WARN]
+    assert w.code == "CAB-NONE" and w.subject.hca == "mlx5_7"
+
+
+def test_switch_names_compare_short_and_ports_by_description() -> None:
+    seen = designed()
+    seen[("node01", "mlx5_0")] = Seen("LEAF-R0.example.net", "etp1", "Ethernet0")
+    assert not fails(check_cabling(ROCE, seen, how="LLDP"))
+
+
+def test_lldp_from_the_lab_leaf_reads_switch_and_port() -> None:
+    parsed = parse("lldpctl", (FIX / "lldpctl/lab-lldpd-1.0.16-one-port.txt").read_text())
+    seen = seen_from_lldp(parsed, "node01", {"enp24s0np0": "mlx5_0", "enp41s0np0": "mlx5_1"})
+    assert seen[("node01", "mlx5_0")] == Seen("leaf-r0", "Ethernet16", "Ethernet16")
+    assert seen[("node01", "mlx5_1")] is None
+
+
+# --- counters on the delta -------------------------------------------------------------------
+
+
+def roce(**c: int) -> PortSample:
+    base = {
+        "symbol_errors": 0,
+        "corrected_bits": 100,
+        "crc_errors": 0,
+        "rx_discards": 0,
+        "link_downed": 1,
+        "out_of_buffer": 0,
+        "rx_bytes": 10**9,
+        "tx_bytes": 10**9,
+        "rx_pkts": 10**6,
+        "tx_pkts": 10**6,
+        "pause_rx_p3": 0,
+        "pause_tx_p3": 0,
+        "pause_rx_us_p3": 0,
+        "pause_tx_us_p3": 0,
+    }
+    return PortSample("roce", {**base, **c})
+
+
+MOVED = {"rx_bytes": 10**9 + 250 * 10**9, "rx_pkts": 10**6 + 6 * 10**7}
+
+
+def judge(after: PortSample, interval: float = 60.0) -> list[Finding]:
+    return judge_counters(roce(), after, SUBJ, PROFILE.phy, interval, PortReport())
+
+
+def test_clean_port_under_load_has_no_findings() -> None:
+    assert judge(roce(**MOVED, corrected_bits=100 + 400)) == []
+
+
+def test_symbol_errors_that_grow_under_load_fail_and_name_both_ends() -> None:
+    (f,) = judge(roce(**MOVED, symbol_errors=2000))
+    assert f.code == "PHY-001" and f.status is Status.FAIL
+    assert "node02 mlx5_2 ↔ leaf-r2 Ethernet8" in f.message and f.observed["delta"] == 2000
+
+
+def test_absolute_errors_from_before_the_run_are_context_not_a_finding() -> None:
+    before = roce(symbol_errors=5000, link_downed=3)
+    after = roce(**MOVED, symbol_errors=5000, link_downed=3)
+    report = PortReport()
+    assert judge_counters(before, after, SUBJ, PROFILE.phy, 60, report) == []
+    assert report.absolute["symbol_errors"] == 5000 and report.delta["symbol_errors"] == 0
+
+
+def test_fec_corrected_bits_above_the_raw_ber_limit_fail() -> None:
+    (f,) = judge(roce(**MOVED, corrected_bits=100 + 8 * 250 * 10**9 // 1000))  # raw BER 1e-3
+    assert f.code == "PHY-002" and f.status is Status.FAIL
+
+
+def test_a_flap_during_the_run_fails_and_a_port_down_at_the_end_fails() -> None:
+    (f,) = judge(roce(**MOVED, link_downed=2))
+    assert f.code == "PHY-007" and "+1" in f.message
+    (g,) = judge_state("Down", SUBJ)
+    assert g.code == "PHY-008" and judge_state("Active", SUBJ) == []
+
+
+def test_a_pause_storm_fails() -> None:
+    (f,) = judge(roce(**MOVED, pause_rx_us_p3=30 * 10**6), interval=60)  # paused half the run
+    assert f.code == "PHY-006" and "priority 3 paused 50.0 %" in f.message
+
+
+def test_counters_the_host_does_not_expose_are_warn_never_a_pass() -> None:
+    after = PortSample("roce", dict(roce(**MOVED).counters), missing=("rx_prio3_pause",))
+    (f,) = judge_counters(roce(), after, SUBJ, PROFILE.phy, 60, PortReport())
+    assert f.status is Status.WARN and "rx_prio3_pause" in f.message
+
+
+def test_counters_cleared_during_the_run_are_not_judged() -> None:
+    (f,) = judge(roce(rx_bytes=0))
+    assert f.status is Status.WARN and "went backwards" in f.message
+
+
+# --- optics and BER against real outputs -----------------------------------------------------
+
+
+def test_dark_lanes_of_a_real_sr4_module_fail() -> None:
+    parsed = parse(
+        "ethtool-module",
+        (FIX / "ethtool-module/sff8636-qsfp-plus-40g-sr4-full-thresholds.txt").read_text(),
+    )
+    out = judge_optics(parsed.optics, SUBJ, PortReport())
+    assert sorted(f.message.split(" of module")[0] for f in fails(out)) == [
+        "no light on rx lane 2",
+        "no light on rx lane 3",
+        "no light on rx lane 4",
+    ]
+
+
+def test_a_passive_dac_has_nothing_to_judge() -> None:
+    parsed = parse("mlxlink", (FIX / "mlxlink/cx7-ndr-ib-osfp-dac-show-module.txt").read_text())
+    assert parsed.optics is not None and not parsed.optics.dom
+    assert judge_optics(parsed.optics, SUBJ, PortReport()) == []
+
+
+# --- the peer gate ---------------------------------------------------------------------------
+
+
+def test_peer_gate_latency_straggler_is_a_warn_and_lower_is_better() -> None:
+    values = {Subject(node=f"n{i}"): 1.9 + 0.01 * (i % 3) for i in range(10)}
+    values[Subject(node="slow")] = 2.4  # under the 2.5 us ceiling, 26 % above its peers
+    out = peer_gate(values, metric="latency", unit="us", k=4, drop_pct=5, lower_is_better=True)
+    assert [(f.subject.node, f.status) for f in out] == [("slow", Status.WARN)]
+    fast = {**values, Subject(node="slow"): 1.2}
+    assert peer_gate(fast, metric="latency", unit="us", k=4, drop_pct=5, lower_is_better=True) == []
+
+
+def _pair(a: str, b: str, rail: int, *findings: dict[str, Any], **meta: Any) -> dict[str, Any]:
+    return {
+        "id": f"{meta.pop('kind', 'pair')}/{a}-{b}/rail{rail}",
+        "kind": "pair",
+        "node": b,
+        "tool": meta.pop("tool", "perftest"),
+        "findings": list(findings),
+        "meta": {
+            "server": a,
+            "client": b,
+            "rail": rail,
+            "server_hca": f"mlx5_{rail}",
+            "client_hca": f"mlx5_{rail}",
+            "server_switch_port": f"leaf-r{rail} p-{a}",
+            "client_switch_port": f"leaf-r{rail} p-{b}",
+            **meta,
+        },
+    }
+
+
+def _ok(code: str, node: str, value: float, unit: str, peer: str) -> dict[str, Any]:
+    return Finding(
+        code, Status.OK, Subject(node=node, hca="mlx5_0", peer=peer), "m", value, 1, unit
+    ).as_dict()
+
+
+def test_peer_gate_runs_over_a_run_for_every_measured_quantity() -> None:
+    nodes = [f"node0{i}" for i in range(1, 5)]
+    records = []
+    for a in nodes:
+        for b in nodes:
+            if a < b:
+                bw = 300.0 if "node03" in (a, b) else 392.0  # above the 360 floor? no: below
+                records.append(
+                    _pair(
+                        a,
+                        b,
+                        0,
+                        _ok("PERF-OK", b, 385.0 if "node03" in (a, b) else 392.0, "Gb/s", a),
+                    )
+                )
+                records.append(
+                    _pair(a, b, 0, _ok("PERF-OK", b, 1.9, "us", a), kind="lat", tool="perftest-lat")
+                )
+                del bw
+    out = peer_findings(records, ROCE, {"h100-sxm-roce400": PROFILE})
+    assert out == []  # 385 vs 392 is 2 %: noise, not a straggler
+    records.append(_pair("node01", "node04", 1, _ok("PERF-OK", "node04", 340.0, "Gb/s", "node01")))
+    records += [_pair("node02", "node04", 1, _ok("PERF-OK", "node04", 392.0, "Gb/s", "x"))] * 4
+    (w,) = peer_findings(records, ROCE, {"h100-sxm-roce400": PROFILE})
+    assert w.status is Status.WARN and w.observed == 340.0 and "link bandwidth" in w.message
+
+
+# --- localisation ----------------------------------------------------------------------------
+
+
+def test_a_swap_is_one_culprit_and_its_pair_results_are_untrustworthy() -> None:
+    seen = designed()
+    seen[("node03", "mlx5_2")] = Seen("leaf-r2", "Ethernet24")
+    seen[("node04", "mlx5_2")] = Seen("leaf-r2", "Ethernet16")
+    cab = check_cabling(ROCE, seen, how="LLDP")
+    records = [
+        {
+            "id": "cabling",
+            "kind": "cabling",
+            "node": None,
+            "tool": "lldpctl",
+            "findings": [f.as_dict() for f in cab],
+            "meta": {},
+        }
+    ]
+    slow = Finding("PERF-001", Status.FAIL, Subject(node="node04"), "slow").as_dict()
+    ok = Finding("PERF-OK", Status.OK, Subject(node="node02"), "ok").as_dict()
+    records += [
+        _pair("node01", "node04", 2, slow),
+        _pair("node02", "node04", 2, slow),
+        _pair("node03", "node04", 2, slow),
+        _pair("node01", "node02", 2, ok),
+    ]
+    v = localise(records)
+    (c,) = v.culprits
+    assert c.kind == "cabling" and c.node == "node03" and c.peer.startswith("node04/mlx5_2")
+    untrusted = [e for e in c.evidence if e.get("untrustworthy")]
+    assert len(untrusted) == 3 and v.exit_code == 2
+
+
+def test_latency_only_failures_say_high_latency() -> None:
+    nodes = [f"node0{i}" for i in range(1, 6)]
+    records = []
+    for a, b, rail in ((a, b, r) for a in nodes for b in nodes for r in (4, 5, 6, 7)):
+        if a < b:
+            if True:
+                bad = "node02" in (a, b) and rail == 7
+                f = Finding(
+                    "PERF-002" if bad else "PERF-OK",
+                    Status.FAIL if bad else Status.OK,
+                    Subject(node=b),
+                    "lat",
+                ).as_dict()
+                records.append(
+                    _pair(
+                        a,
+                        b,
+                        7,
+                        f,
+                        kind="lat",
+                        tool="perftest-lat",
+                        metric="lat",
+                        lat_us=4.5 if bad else 1.9,
+                    )
+                )
+    (c,) = localise(records).culprits
+    assert (c.kind, c.node, c.hca) == ("hca", "node02", "mlx5_7")
+    assert "has high latency (up to 4.50 us)" in c.message
+
+
+@pytest.mark.parametrize("status", [Status.FAIL, Status.WARN])
+def test_phy_finding_status_reaches_the_verdict(status: Status) -> None:
+    f = Finding("PHY-001", status, SUBJ, "symbol errors").as_dict()
+    rec = {
+        "id": "phy/node02/after",
+        "kind": "node",
+        "node": "node02",
+        "tool": "phy",
+        "findings": [f],
+        "meta": {},
+    }
+    v = localise([rec])
+    assert v.exit_code == (2 if status is Status.FAIL else 1)
+    assert worst([Finding("PHY-001", status, SUBJ, "x")]) is status
