@@ -18,12 +18,13 @@ from rackops.checks import check_dcgm, check_hca_ports, check_nccl, check_perfte
 from rackops.checks.gpu import check_gpu_query, check_gpu_xml, check_nvlink
 from rackops.findings import Status, worst
 from rackops.lab.scenario import Fault, NodeSpec, Scenario, load_scenario
-from rackops.parsers import parse
+from rackops.parsers import ParseError, parse
 from rackops.profiles import load_profile
 
 # run as the targets run it: `python3 -m hwsim` with the package directory on PYTHONPATH
 HWSIM_PATH = str(Path(__file__).resolve().parent.parent / "rackops" / "lab")
 PROFILE = load_profile("h100-sxm-roce400").profile
+ROOT = Path(__file__).resolve().parent.parent
 NODES = ["node01", "node02", "node03"]
 RAILS = {n: {r: f"198.18.{r}.{10 + i}" for r in range(8)} for i, n in enumerate(NODES, 1)}
 
@@ -34,13 +35,20 @@ class Sim:
         tmp: Path,
         faults: dict[str, list[dict[str, Any]]],
         formats: dict[str, str] | None = None,
+        hardware: dict[str, Any] | None = None,
     ) -> None:
         spec = Scenario(
             formats=formats or {},
+            hardware=hardware or {},
             nodes={n: NodeSpec(faults=tuple(Fault(**f) for f in fl)) for n, fl in faults.items()},
         )
         self.path = tmp / "scenario.json"
-        self.path.write_text(json.dumps(spec.for_hwsim(NODES, RAILS)))
+        data = spec.for_hwsim(NODES, RAILS)
+        # the wiring as the lab writes it: the design with the scenario's miscabling applied
+        from rackops.lab.wiring import as_json, wiring
+
+        data["wiring"] = as_json(wiring(spec, NODES, 8))
+        self.path.write_text(json.dumps(data))
         self.state = tmp / "state"
 
     def env(self, node: str) -> dict[str, str]:
@@ -82,14 +90,16 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def pair(sim: Sim, server: str, client: str, dev: str, *extra: str) -> tuple[str, str, int]:
+def pair(
+    sim: Sim, server: str, client: str, dev: str, *extra: str, tool: str = "ib_write_bw"
+) -> tuple[str, str, int]:
     port = str(_free_port())
     srv = subprocess.Popen(
         [
             sys.executable,
             "-m",
             "hwsim",
-            "ib_write_bw",
+            tool,
             "-d",
             dev,
             "-p",
@@ -103,9 +113,7 @@ def pair(sim: Sim, server: str, client: str, dev: str, *extra: str) -> tuple[str
         text=True,
     )
     time.sleep(0.3)
-    cli = sim.run(
-        client, "ib_write_bw", "-d", dev, "-p", port, "--report_gbits", *extra, "127.0.0.1"
-    )
+    cli = sim.run(client, tool, "-d", dev, "-p", port, "--report_gbits", *extra, "127.0.0.1")
     s_out, _ = srv.communicate(timeout=20)
     return cli.stdout + cli.stderr, s_out, cli.returncode
 
@@ -357,3 +365,86 @@ def test_scenario_errors_name_file_and_line(tmp_path: Path) -> None:
     bad.write_text("nodes:\n  node01:\n    faults:\n      - {kind: melted}\n")
     with pytest.raises(InventoryError, match=r"s.yaml:4: nodes.node01.faults.0.kind"):
         load_scenario(bad)
+
+
+# --- the physical layer: counters grow with traffic where the faults are -------------------
+
+
+def _stats(sim: Sim, node: str, netdev: str = "enp24s0np0") -> dict[str, int]:
+    return parse("ethtool-stats", sim.out(node, "ethtool", "-S", netdev)).counters  # type: ignore[no-any-return]
+
+
+def test_counters_grow_with_traffic_and_errors_only_where_injected(tmp_path: Path) -> None:
+    sim = Sim(tmp_path, {"node02": [{"kind": "symbol_errors", "hca": "mlx5_0", "ber": 1e-9}]})
+    before = {n: _stats(sim, n) for n in NODES}
+    pair(sim, "node01", "node02", "mlx5_0", "-D", "1")
+    pair(sim, "node03", "node01", "mlx5_0", "-D", "1")
+    after = {n: _stats(sim, n) for n in NODES}
+    rx = {n: after[n]["rx_bytes_phy"] - before[n]["rx_bytes_phy"] for n in NODES}
+    tx = {n: after[n]["tx_bytes_phy"] - before[n]["tx_bytes_phy"] for n in NODES}
+    assert rx["node01"] > 10**10 and tx["node02"] > 10**10  # server received, client sent
+    assert rx["node02"] == 0 and rx["node03"] > 0 and tx["node03"] == 0
+    errs = {
+        n: after[n]["rx_pcs_symbol_err_phy"] - before[n]["rx_pcs_symbol_err_phy"] for n in NODES
+    }
+    assert errs["node02"] > 0 and errs["node01"] == errs["node03"] == 0
+    assert before["node01"]["link_down_events_phy"] == 1  # bring-up: context, not a delta
+
+
+def test_flap_ber_optics_and_latency_show_where_they_are_put(tmp_path: Path) -> None:
+    sim = Sim(
+        tmp_path,
+        {
+            "node01": [
+                {"kind": "flap", "hca": "mlx5_0"},
+                {"kind": "ber", "hca": "mlx5_0", "ber": 1e-3},
+                {"kind": "optic_power", "hca": "mlx5_1", "lane": 3, "rx_power_dbm": -13.0},
+                {"kind": "latency", "hca": "mlx5_0", "lat_us": 4.5},
+            ]
+        },
+    )
+    pair(sim, "node02", "node01", "mlx5_0", "-D", "1")
+    lat_client, _, rc = pair(sim, "node02", "node01", "mlx5_0", tool="ib_write_lat")
+    assert rc == 0 and parse("perftest", lat_client).rows[0].t_avg_us > 4.4
+    assert _stats(sim, "node01")["link_down_events_phy"] == 1 + 2  # one per test it carried
+    ml = parse("mlxlink", sim.out("node01", "mlxlink", "-d", "mlx5_0", "-c", "-e"))
+    assert ml.complete and ml.raw_ber == pytest.approx(1e-3) and ml.link_down_counter == 3
+    assert parse("mlxlink", sim.out("node02", "mlxlink", "-d", "mlx5_0", "-c")).raw_ber < 1e-8
+    mod = parse("ethtool-module", sim.out("node01", "ethtool", "-m", "enp41s0np0"))
+    assert mod.complete and mod.optics.rx_power_dbm[2] == -13.0
+    assert mod.optics.rx_power_dbm[2] < mod.optics.rx_power_window_dbm.low_alarm
+    assert parse("ethtool-module", sim.out("node02", "ethtool", "-m", "enp41s0np0")).flags == ()
+
+
+def test_infiniband_fabric_tools_print_the_wiring_with_a_swap(tmp_path: Path) -> None:
+    from rackops.checks.cabling import check_cabling, seen_from_iblinkinfo
+    from rackops.inventory import load_inventory
+
+    cluster = load_inventory(ROOT / "inventories/example-ib").raise_for_errors()
+    sim = Sim(tmp_path, {}, hardware={"link_layer": "InfiniBand"})
+    data = json.loads(sim.path.read_text())
+    data["wiring"] = {  # example-ib's cabling map, with node01's and node03's rail-2 cables swapped
+        n.name: {str(h.rail): [h.switch, h.port] for h in n.hcas}
+        for n in cluster.nodes
+        if n.name in NODES
+    }
+    w = data["wiring"]
+    w["node01"]["2"], w["node03"]["2"] = w["node03"]["2"], w["node01"]["2"]
+    sim.path.write_text(json.dumps(data))
+    pq = parse("perfquery", sim.out("node02", "perfquery", "-x", "-C", "mlx5_0", "-P", "1"))
+    assert pq.complete and pq.ports[0].counters["LinkDownedCounter"] == 1
+    assert parse("ibnetdiscover", sim.out("node02", "ibnetdiscover")).complete
+    links = parse("iblinkinfo", sim.out("node02", "iblinkinfo"))
+    assert links.complete
+    out = check_cabling(cluster, seen_from_iblinkinfo(links, cluster), how="iblinkinfo")
+    (swap,) = [f for f in out if f.status is Status.FAIL]
+    assert swap.code == "CAB-SWAP" and swap.subject.node == "node01" and "node03" in swap.message
+    assert {f.subject.node for f in out if f.code == "CAB-NONE"} == {"node04"}  # not in the sim
+
+
+def test_roce_ports_have_no_subnet_manager_for_ib_tools(tmp_path: Path) -> None:
+    sim = Sim(tmp_path, {})
+    proc = sim.run("node01", "perfquery", "-x", "-C", "mlx5_0", "-P", "1")
+    assert proc.returncode == 255 and "iberror" in proc.stdout
+    with pytest.raises(ParseError):
+        parse("perfquery", proc.stdout + proc.stderr)

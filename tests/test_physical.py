@@ -326,3 +326,34 @@ def test_phy_finding_status_reaches_the_verdict(status: Status) -> None:
     v = localise([rec])
     assert v.exit_code == (2 if status is Status.FAIL else 1)
     assert worst([Finding("PHY-001", status, SUBJ, "x")]) is status
+
+
+# --- one SSH channel for a node's reads --------------------------------------------------------
+
+
+def test_batch_runs_reads_at_once_and_keeps_each_output_and_status() -> None:
+    import subprocess
+    import time
+
+    from rackops.validate.batch import script, split
+
+    argv = script(
+        [
+            ("ethtool-S/mlx5_0", ["sh", "-c", "sleep 1; echo A; echo warn >&2"]),
+            ("perfquery/mlx5_1", ["sh", "-c", "sleep 1; printf 'cut'; exit 3"]),
+            ("hangs", ["sleep", "30"]),
+        ],
+        2,
+    )
+    started = time.monotonic()
+    out = subprocess.run(list(argv), capture_output=True, text=True, check=False).stdout
+    took = time.monotonic() - started
+    parts = split(out)
+    assert took < 4  # the reads ran side by side: the slowest one's time, not the sum
+    assert (parts["ethtool-S/mlx5_0"].rc, parts["ethtool-S/mlx5_0"].text) == (0, "A\nwarn\n")
+    assert (parts["perfquery/mlx5_1"].rc, parts["perfquery/mlx5_1"].text) == (3, "cut")
+    assert parts["hangs"].rc == 124  # its own timeout: the others are kept
+    cut = split(out[: out.index("perfquery/mlx5_1") + 20])
+    assert cut["perfquery/mlx5_1"].rc is None  # no end marker: cut off, never whole
+    with pytest.raises(ValueError):
+        script([("a; reboot", ["true"])], 1)

@@ -136,8 +136,10 @@ class PortReport:
 
 
 def _end_to_end(subj: Subject) -> str:
+    """Both ends of the port's cable: the node's HCA and its switch port (from the map)."""
+    near = " ".join(x for x in (subj.node, subj.hca) if x) or "this port"
     far = f"{subj.switch} {subj.switch_port}" if subj.switch else "its switch port"
-    return f"{subj.node} {subj.hca} ↔ {far}"
+    return f"{near} ↔ {far}"
 
 
 CABLE_FIX = (

@@ -2,11 +2,13 @@
 ``ethtool -S`` per cabled HCA, hw_counters, mlxlink, ``ethtool -m``, ibstat) costs one
 round trip instead of a dozen.
 
-Each command runs under its own ``timeout`` with stderr folded into stdout (perfquery
-prints its error to stdout and its warnings to stderr; the parser wants both), between
-marker lines that carry its key and exit status. ``split`` gives back every command's
-output and status; a command whose end marker is missing was cut off (the batch timed
-out or the connection dropped), and says so.
+The commands run at once (each reads its own device), each under its own ``timeout`` with
+stderr folded into stdout (perfquery prints its error to stdout and its warnings to
+stderr; the parser wants both), into a private temporary directory; when all are done
+their outputs are printed in order between marker lines that carry the key and the exit
+status. So the batch lasts about as long as its slowest read. ``split`` gives back every
+command's output and status; a command whose end marker is missing was cut off (the
+batch timed out or the connection dropped), and says so.
 """
 
 from __future__ import annotations
@@ -28,14 +30,22 @@ class Part:
 
 
 def script(commands: Sequence[tuple[str, Sequence[str]]], timeout_s: float) -> tuple[str, ...]:
-    """argv of one ``sh -c`` that runs every (key, argv) in turn."""
-    lines = []
-    for key, argv in commands:
+    """argv of one ``sh -c`` that runs every (key, argv) at once and prints them in order."""
+    lines = ["d=$(mktemp -d) || exit 1", "trap 'rm -rf \"$d\"' EXIT"]
+    for i, (key, argv) in enumerate(commands):
         if not _KEY.match(key):
             raise ValueError(f"batch key {key!r} must be a plain word")
         cmd = " ".join(shlex.quote(a) for a in argv)
         lines.append(
-            f"echo '{MARK} {key}'; timeout -k 2 {timeout_s:g} {cmd} 2>&1; echo \"{MARK}-rc $?\""
+            f'( timeout -k 2 {timeout_s:g} {cmd} > "$d/{i}" 2>&1; echo $? > "$d/{i}.rc" ) &'
+        )
+    lines.append("wait")
+    for i, (key, _) in enumerate(commands):
+        # the end marker starts on a line of its own: split() takes that one newline back,
+        # so an output that did not end in one (cut off) still does not
+        lines.append(
+            f"echo '{MARK} {key}'; cat \"$d/{i}\"; "
+            f'printf \'\\n{MARK}-rc %s\\n\' "$(cat "$d/{i}.rc" 2>/dev/null)"'
         )
     return ("sh", "-c", "\n".join(lines))
 
@@ -45,10 +55,13 @@ def split(stdout: str) -> dict[str, Part]:
     key: str | None = None
     buf: list[str] = []
     for line in stdout.splitlines(keepends=True):
-        if line.startswith(MARK + "-rc "):
+        if line.startswith(MARK + "-rc"):
             if key is not None:
-                rc = line.split()[1]
-                out[key] = Part(key, int(rc) if rc.isdigit() else None, "".join(buf))
+                words = line.split()
+                rc = words[1] if len(words) > 1 else ""
+                text = "".join(buf)
+                text = text[:-1] if text.endswith("\n") else text
+                out[key] = Part(key, int(rc) if rc.isdigit() else None, text)
             key, buf = None, []
         elif line.startswith(MARK + " "):
             if key is not None:  # the previous command never printed its end marker

@@ -29,6 +29,7 @@ MODULE = {
     "tx_window": (-8.51, -5.51, 4.0, 5.0),
     "bias_window": (2.0, 3.0, 13.0, 15.0),
     "temp_window": (-5.0, 0.0, 70.0, 75.0),
+    "volt_window": (2.97, 3.135, 3.465, 3.63),
 }
 
 
@@ -279,6 +280,7 @@ def _module(node, dev):
         ("bias_window", "Laser bias current", "mA"),
         ("tx_window", "Laser output power", "dBm"),
         ("temp_window", "Module temperature", "C"),
+        ("volt_window", "Module voltage", "V"),
         ("rx_window", "Laser rx power", "dBm"),
     ):
         lo_a, lo_w, hi_w, hi_a = m[key]
@@ -291,6 +293,8 @@ def _module(node, dev):
             label_t = "%s %s threshold" % (label, name)
             if unit == "dBm":
                 out += _power(label_t, v)
+            elif unit == "V":
+                out += "\t%-41s : %.4f V\n" % (label_t, v)
             elif unit == "C":
                 out += "\t%-41s : %.2f degrees C / %.2f degrees F\n" % (label_t, v, v * 1.8 + 32)
             else:
