@@ -159,7 +159,9 @@ def test_physical_layer_faults_are_named_exactly(tmp_path: Path) -> None:
     """8 nodes, one fault of each physical kind: the real lldpd of the leaf ports says where
     each cable is; counters grow with the traffic the pair rounds move."""
     with lab_with(tmp_path, 8, PHYSICAL) as inv:
-        rc, report = validate(inv, tmp_path / "run")
+        # three random perfect matchings (every node in each) instead of all 7 rounds: every
+        # port still carries traffic with 3 partners, and CI time stays in budget
+        rc, report = validate(inv, tmp_path / "run", "--pairing", "sample")
     assert rc == 2 and report["verdict"] == "REJECTED"
     assert culprits(report) == PHYSICAL_EXPECTED, report["culprits"]
     by = {(c["node"], c["hca"]): c for c in report["culprits"]}

@@ -225,29 +225,33 @@ def localise(records: list[dict[str, Any]]) -> Verdict:
             culprits[(node, "node")] = c
             explained |= {rec["id"] for _, _, rec in node_fails}
 
-    # 5. HCA/cable failing with at least two partners, half or more of them
+    # 5. HCA/cable failing with at least two partners, half or more of them (bandwidth and
+    #    latency each counted among their own kind of test)
     for (node, rail), items in sorted(per_end.items()):
-        live = [x for x in items if x[2]["id"] not in explained]
-        failed = [x for x in live if x[1]]
-        if len(failed) >= 2 and len(failed) * 2 >= len(live):
+        live_all = [x for x in items if x[2]["id"] not in explained]
+        for metric in sorted({_metric(x[2]) for x in live_all if x[1]}):
+            live = [x for x in live_all if _metric(x[2]) == metric]
+            failed = [x for x in live if x[1]]
+            if len({x[0] for x in failed}) < 2 or len(failed) * 2 < len(live):
+                continue
             rec0 = failed[0][2]
             m = rec0["meta"]
             side = "server" if m["server"] == node else "client"
             sw, port = m[f"{side}_switch_port"].split(maxsplit=1)
             hca = m[f"{side}_hca"]
-            partners = ", ".join(sorted(x[0] for x in failed))
+            partners = ", ".join(sorted({x[0] for x in failed}))
             what, fix = _symptom([x[2] for x in failed])
-            c = Culprit(
+            c = culprits.get((node, "hca", hca)) or Culprit(
                 "hca",
                 node,
-                f"{node}/{hca} (rail {rail}) {what} with {len(failed)} of "
-                f"{len(live)} partners ({partners})",
+                f"{node}/{hca} (rail {rail}) {what} in {len(failed)} of {len(live)} tests "
+                f"with {len({x[0] for x in live})} partners ({partners})",
                 fix,
                 hca=hca,
                 switch=sw,
                 switch_port=port,
             )
-            c.evidence = [_pair_evidence(x[2]) for x in failed]
+            c.evidence += [_pair_evidence(x[2]) for x in failed]
             culprits[(node, "hca", hca)] = c
             explained |= {x[2]["id"] for x in failed}
 
@@ -268,7 +272,7 @@ def localise(records: list[dict[str, Any]]) -> Verdict:
         sw, port = m[f"{side}_switch_port"].split(maxsplit=1)
         hca = m[f"{side}_hca"]
         others = sorted(
-            r["meta"]["client" if r["meta"]["server"] == node else "server"] for r in recs
+            {r["meta"]["client" if r["meta"]["server"] == node else "server"] for r in recs}
         )
         what, fix = _symptom(recs)
         c = Culprit(
@@ -361,6 +365,10 @@ def _symptom(recs: list[dict[str, Any]]) -> tuple[str, str]:
         )
         return f"has high latency (up to {worst_us:.2f} us)", LATENCY_FIX
     return "is slow", CABLE_FIX
+
+
+def _metric(rec: dict[str, Any]) -> str:
+    return str(rec["meta"].get("metric") or "bw")
 
 
 def _mostly_failing(items: list[tuple[str, bool, dict[str, Any]]], explained: set[str]) -> bool:

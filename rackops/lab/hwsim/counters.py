@@ -6,10 +6,11 @@ downed and recovery events, discards, PFC pause frames and their duration, CNPs)
 perftest run adds what it moved to the counters of its own HCA (``carry``), and the
 scenario's physical-layer faults add their errors in proportion to it:
 
-* ``symbol_errors`` (``ber``, default 1e-9): uncorrectable symbol errors per bit, with the
-  CRC/receive errors they cause;
-* ``ber`` (``ber``, default 1e-3): raw errors that FEC corrects (corrected bits grow, mlxlink's
-  raw BER shows it; nothing uncorrectable);
+* ``symbol_errors`` (``ber``, default 1e-9): uncorrectable symbol errors per bit received
+  (at least one per test that brings the port any traffic), with the CRC/receive errors they
+  cause;
+* ``ber`` (``ber``, default 1e-3): raw errors that FEC corrects, per bit received (corrected
+  bits grow, mlxlink's raw BER shows it; nothing uncorrectable);
 * ``flap`` (``count``, default 1): the link goes down and retrains that many times per run.
 
 A fresh port starts from a baseline that a real one has after bring-up (the link went down
@@ -85,7 +86,7 @@ def read(node, dev):
 def carry(node, dev, tx_bytes, rx_bytes, seconds):
     """Add one test's traffic (and the faults it reveals) to this node's HCA ``dev``."""
     tx_bytes, rx_bytes = int(tx_bytes), int(rx_bytes)
-    bits = 8 * (tx_bytes + rx_bytes)
+    bits = 8 * rx_bytes  # a receiver counts (and its FEC corrects) what it receives
     pkts_tx, pkts_rx = tx_bytes // MTU_BYTES + 1, rx_bytes // MTU_BYTES + 1
 
     def add(data):
@@ -103,7 +104,7 @@ def carry(node, dev, tx_bytes, rx_bytes, seconds):
         c["cnp_sent"] += pkts_rx // 500000
         c["cnp_handled"] += pkts_tx // 500000
         for f in node.faults_of("symbol_errors"):
-            if f.get("hca") == dev:
+            if f.get("hca") == dev and bits:
                 errs = max(1, int(bits * float(f.get("ber") or 1e-9)))
                 c["symbol_errors"] += errs
                 c["crc_errors"] += max(1, errs // 4)
