@@ -349,3 +349,91 @@ def test_batch_runs_reads_at_once_and_keeps_each_output_and_status() -> None:
     assert cut["perfquery/mlx5_1"].rc is None  # no end marker: cut off, never whole
     with pytest.raises(ValueError):
         script([("a; reboot", ["true"])], 1)
+
+
+# --- the hold-down, with the simulated tools run here (no SSH) ---------------------------------
+
+
+class LocalExecutor:
+    """Runs hwsim's tools on this machine as the target they are sent to would."""
+
+    def __init__(self, scenario: Path, state: Path) -> None:
+        self.scenario, self.state = scenario, state
+
+    def run(self, t: Any, argv: Any, timeout: float, become: bool | None = None) -> Any:
+        import os
+        import subprocess
+        import sys
+        import time
+
+        from rackops.validate.executor import CommandResult
+
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(ROOT / "rackops" / "lab"),
+            "RACKOPS_HWSIM_SCENARIO": str(self.scenario),
+            "RACKOPS_HWSIM_STATE": str(self.state),
+            "RACKOPS_HWSIM_NODE": t.name,
+        }
+        started = time.monotonic()
+        proc = subprocess.run(
+            [sys.executable, "-m", "hwsim", *argv],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+        return CommandResult(
+            t.name,
+            tuple(argv),
+            proc.returncode,
+            proc.stdout,
+            proc.stderr,
+            time.monotonic() - started,
+        )
+
+
+def test_a_link_that_trains_late_settles_in_the_hold_down_and_a_down_one_fails(
+    tmp_path: Path,
+) -> None:
+    import json
+
+    from test_checks import LAB_INV
+
+    from rackops.lab.scenario import Fault, NodeSpec, Scenario
+    from rackops.suites import load_suite
+    from rackops.validate.executor import Target
+    from rackops.validate.plan import make_plan
+    from rackops.validate.rundir import RunDir
+    from rackops.validate.runner import Runner
+
+    nodes = ["node01", "node02"]
+    spec = Scenario(
+        nodes={
+            "node01": NodeSpec(faults=(Fault(kind="hca_port", hca="mlx5_3", settle_s=1.5),)),
+            "node02": NodeSpec(faults=(Fault(kind="hca_port", hca="mlx5_2"),)),
+        }
+    )
+    rails = {n: {r: f"198.18.{r}.{10 + i}" for r in range(8)} for i, n in enumerate(nodes, 1)}
+    (tmp_path / "s.json").write_text(json.dumps(spec.for_hwsim(nodes, rails)))
+    cluster = load_inventory(LAB_INV).raise_for_errors()
+    suite = load_suite("lab")
+    assert suite.checks.physical is not None and suite.checks.physical.hold_down_s >= 3
+    plan = make_plan(cluster, suite)
+    ibstat = tuple(c for c in plan.node_checks if c.name == "ibstat")
+    plan = type(plan)(plan.nodes, ibstat, plan.pairing, (), plan.rails, (), 0)
+    runner = Runner(
+        cluster,
+        suite,
+        {"h100-sxm-roce400": PROFILE},
+        {n: Target(n, "127.0.0.1") for n in nodes},
+        LocalExecutor(tmp_path / "s.json", tmp_path / "state"),  # type: ignore[arg-type]
+        RunDir(tmp_path / "run"),
+        progress=lambda _m: None,
+    )
+    runner.node_stage(plan, set())
+    recs = {r["node"]: r for r in runner.rundir.records()}
+    late, down = recs["node01"], recs["node02"]
+    assert {f["status"] for f in late["findings"]} == {"OK"} and late["meta"]["hold_down_tries"] > 1
+    assert any(f["status"] == "FAIL" and f["subject"]["hca"] == "mlx5_2" for f in down["findings"])

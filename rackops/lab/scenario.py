@@ -10,6 +10,7 @@ applies, and shows in hwsim's outputs there and nowhere else::
         faults:
           - {kind: cable_slow, hca: mlx5_1, peers: [node03], bw_gbps: 180}
           - {kind: switch_mtu, hca: mlx5_5, mtu: 1500}       # its leaf port drops jumbo
+          - {kind: hca_port, hca: mlx5_6, settle_s: 4}       # trains late: Active after 4 s
           - {kind: miscabled, hca: mlx5_2, swap_with: node03}  # the two cables swapped
           - {kind: symbol_errors, hca: mlx5_4, ber: 1.0e-9}   # errors grow with traffic
       node04: {unreachable: true}
@@ -111,6 +112,9 @@ class Fault(_F):
     lane: int | None = Field(default=None, ge=1, le=8)
     rx_power_dbm: float | None = Field(default=None, ge=-40, le=10)
     lat_us: float | None = Field(default=None, gt=0)
+    settle_s: float | None = Field(
+        default=None, ge=0, le=600, description="hca_port: Active this long after first seen"
+    )
 
     @model_validator(mode="after")
     def _needs(self) -> Fault:

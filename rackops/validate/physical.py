@@ -245,7 +245,7 @@ class Physical:
             settled_after = time.monotonic() - started
         subj = Subject(node=name)
         if result.error or result.timed_out:
-            self._record_snapshot(name, "before", result, [self._unread(subj, result)], {})
+            self._record(name, "before", result, [self._unread(subj, result)], {})
             return
         samples, errors = self._samples(parts, node)
         findings = [
@@ -265,7 +265,7 @@ class Physical:
             "states": states,
             "hold_down_s": round(settled_after, 1),
         }
-        self._record_snapshot(name, "before", result, findings, meta)
+        self._record(name, "before", result, findings, meta)
 
     def _after(self, name: str, before: dict[str, Any] | None) -> None:
         node = self.cluster.node(name)
@@ -370,25 +370,6 @@ class Physical:
         why = result.error or f"timed out after {self.params.timeout_s:g} s"
         return Finding("PHY-000", Status.ERROR, subj, f"port snapshot not taken: {why}")
 
-    def _record_snapshot(
-        self,
-        name: str,
-        phase: str,
-        result: CommandResult,
-        findings: list[Finding],
-        meta: dict[str, Any],
-    ) -> None:
-        rec: dict[str, Any] = {
-            "id": f"phy/{name}/{phase}",
-            "kind": "snapshot",
-            "node": name,
-            "tool": "phy",
-            "findings": [f.as_dict() for f in findings],
-            "meta": meta,
-        }
-        rec.update(self.rundir.save_output(f"phy/{name}/{phase}", result))
-        self.rundir.append(rec)
-
     def _record(
         self,
         name: str,
@@ -397,10 +378,11 @@ class Physical:
         findings: list[Finding],
         meta: dict[str, Any],
     ) -> None:
-        """The judged snapshot is a node check: a failing port is an HCA culprit."""
+        """The snapshot before the pairs is a baseline (kind ``snapshot``); the judged one
+        after them is a node check (kind ``node``), so a failing port is an HCA culprit."""
         rec: dict[str, Any] = {
             "id": f"phy/{name}/{phase}",
-            "kind": "node",
+            "kind": "snapshot" if phase == "before" else "node",
             "node": name,
             "tool": "phy",
             "findings": [f.as_dict() for f in findings],

@@ -101,6 +101,8 @@ class Node:
     def port(self, dev):
         """state, physical state, rate (Gb/s), width of one HCA port."""
         f = self.fault("hca_port", hca=dev)
+        if f and f.get("settle_s") is not None and self._settled(dev, float(f["settle_s"])):
+            f = None  # a link that trained late: Active once settle_s passed since first seen
         if f:
             phys = f.get("state", "Down")
             rate = 40 if phys == "Disabled" else 10
@@ -114,6 +116,19 @@ class Node:
                 f.get("width", self.hw["width"]),
             )
         return ("Active", "LinkUp", self.hw["rate_gbps"], self.hw["width"])
+
+    def _settled(self, dev, settle_s):
+        """Whether ``settle_s`` seconds passed since this port was first looked at."""
+        path = os.path.join(STATE_DIR, "first-look-%s-%s" % (self.name, dev))
+        try:
+            with open(path, encoding="ascii") as fh:
+                first = float(fh.read())
+        except (OSError, ValueError):
+            os.makedirs(STATE_DIR, exist_ok=True)
+            first = time.time()
+            with open(path, "w", encoding="ascii") as fh:
+                fh.write("%f" % first)
+        return time.time() - first >= settle_s
 
     def guid(self, i, k=0):
         return "a088c20300%02x%02x%02x" % (self.index & 0xFF, i, k)
