@@ -63,19 +63,22 @@ class PhyThresholds(_Strict):
     """The physical layer: port counters judged on what grew during the run (the delta
     between the snapshot before the pair rounds and the one after), BER and optics."""
 
+    # defaults: the numbers every shipped profile uses, with their sources there
     symbol_error_ber_max: float = Field(
-        gt=0, lt=1, description="uncorrectable symbol errors per bit received under load"
+        default=1e-12, gt=0, lt=1, description="uncorrectable symbol errors per line bit"
     )
-    raw_ber_max: float = Field(gt=0, lt=1, description="pre-FEC BER (what FEC still hides)")
-    effective_ber_max: float = Field(gt=0, lt=1, description="post-FEC BER")
-    link_downed_max: int = Field(ge=0, description="link-down events during the run (flaps)")
-    link_error_recovery_max: int = Field(ge=0, description="link retrains during the run")
+    raw_ber_max: float = Field(
+        default=2.4e-4, gt=0, lt=1, description="pre-FEC BER (what FEC still hides)"
+    )
+    effective_ber_max: float = Field(default=1e-12, gt=0, lt=1, description="post-FEC BER")
+    link_downed_max: int = Field(default=0, ge=0, description="link-down events during the run")
+    link_error_recovery_max: int = Field(default=0, ge=0, description="retrains during the run")
     port_errors_max: int = Field(
-        ge=0, description="receive/CRC/integrity/overrun errors that grew during the run"
+        default=0, ge=0, description="receive/CRC/integrity/overrun errors grown during the run"
     )
-    discard_pct_max: float = Field(ge=0, le=100, description="discards, % of packets")
+    discard_pct_max: float = Field(default=0.01, ge=0, le=100, description="% of packets")
     pause_time_pct_max: float = Field(
-        ge=0, le=100, description="time a lossless priority was paused, % of the interval"
+        default=5.0, ge=0, le=100, description="time a lossless priority was paused, % of run"
     )
 
 
@@ -85,7 +88,7 @@ class Profile(_Strict):
     gpu: GpuSpec
     hca: HcaSpec
     thresholds: Thresholds
-    phy: PhyThresholds
+    phy: PhyThresholds = PhyThresholds()  # a site profile written before the section loads
 
 
 @dataclass(frozen=True)

@@ -437,3 +437,89 @@ def test_a_link_that_trains_late_settles_in_the_hold_down_and_a_down_one_fails(
     late, down = recs["node01"], recs["node02"]
     assert {f["status"] for f in late["findings"]} == {"OK"} and late["meta"]["hold_down_tries"] > 1
     assert any(f["status"] == "FAIL" and f["subject"]["hca"] == "mlx5_2" for f in down["findings"])
+
+
+# --- review findings, each pinned ---------------------------------------------------------------
+
+
+def test_an_nvidia_ib_switch_description_names_the_switch() -> None:
+    from rackops.checks.cabling import short
+
+    assert short("MF0;leaf-r0:MQM9700/U1") == "leaf-r0" == short("leaf-r0.example.net")
+    seen = designed()
+    seen[("node01", "mlx5_0")] = Seen("MF0;leaf-r0:MQM9700/U1", "Ethernet0")
+    assert not fails(check_cabling(ROCE, seen, how="iblinkinfo"))
+
+
+def test_ber_is_per_line_bit_so_an_idle_healthy_port_passes() -> None:
+    idle = roce(corrected_bits=100 + 2400)  # 1e-8 raw BER over 600 s at 400G ... no traffic
+    out = judge_counters(roce(), idle, SUBJ, PROFILE.phy, 600, PortReport(), line_gbps=400)
+    assert out == []
+    dirty = roce(corrected_bits=100 + int(400e9 * 60 * 1e-3))  # raw BER 1e-3 on the wire
+    (f,) = judge_counters(roce(), dirty, SUBJ, PROFILE.phy, 60, PortReport(), line_gbps=400)
+    assert f.code == "PHY-002"
+    one = roce(**MOVED, symbol_errors=1)  # one error in a minute at 400G: 4e-14, within spec
+    assert judge_counters(roce(), one, SUBJ, PROFILE.phy, 60, PortReport(), line_gbps=400) == []
+
+
+def test_a_counter_missing_before_the_run_is_not_a_pass() -> None:
+    before = PortSample("roce", {k: v for k, v in roce().counters.items() if k != "crc_errors"})
+    (f,) = judge_counters(
+        before, roce(**MOVED, crc_errors=5000), SUBJ, PROFILE.phy, 60, PortReport()
+    )
+    assert f.status is Status.WARN and "rx_crc_errors_phy" in f.message
+
+
+def test_remote_physical_errors_point_upstream_not_at_this_cable() -> None:
+    ib = {"rx_words": 0, "tx_words": 0, "rx_pkts": 0, "tx_pkts": 0, "remote_phys_errors": 0}
+    after = {**ib, "rx_words": 10**10, "remote_phys_errors": 40}
+    (f,) = judge_counters(
+        PortSample("ib", ib), PortSample("ib", after), SUBJ, PROFILE.phy, 60, PortReport()
+    )
+    assert (f.code, f.status) == ("PHY-016", Status.WARN)
+
+
+def test_a_site_profile_written_before_the_phy_section_still_loads(tmp_path: Path) -> None:
+    from rackops.profiles import load_profile_file
+
+    text = (ROOT / "validators/profiles/h100-sxm-roce400.yaml").read_text()
+    old = tmp_path / "h100-sxm-roce400.yaml"
+    old.write_text(text.split("\nphy:")[0] + "\n")
+    assert load_profile_file(old).profile.phy == PROFILE.phy
+
+
+def test_an_lldp_neighbour_without_a_system_name_is_not_verifiable() -> None:
+    parsed = parse("lldpctl", (FIX / "lldpctl/json-one-interface.txt").read_text())
+    assert seen_from_lldp(parsed, "node01", {"enp3s0": "mlx5_0"}) == {("node01", "mlx5_0"): None}
+
+
+def _bw_and_lat(bad: Any) -> list[dict[str, Any]]:
+    nodes = [f"n{i}" for i in range(6)]
+    recs = []
+    for a, b, rail in ((a, b, r) for a in nodes for b in nodes for r in (0, 1)):
+        if a >= b:
+            continue
+        for kind in ("bw", "lat"):
+            failing = bad(a, b, rail, kind)
+            f = Finding(
+                ("PERF-001" if kind == "bw" else "PERF-002") if failing else "PERF-OK",
+                Status.FAIL if failing else Status.OK,
+                Subject(node=b),
+                kind,
+            ).as_dict()
+            extra = (
+                {"kind": "lat", "tool": "perftest-lat", "metric": "lat"} if kind == "lat" else {}
+            )
+            recs.append(_pair(a, b, rail, f, **extra))
+    return recs
+
+
+def test_one_link_failing_bandwidth_and_latency_is_one_link() -> None:
+    recs = _bw_and_lat(lambda a, b, r, k: (a, b, r) == ("n1", "n4", 0))
+    (c,) = localise(recs).culprits
+    assert c.kind == "link" and len(c.evidence) == 2
+
+
+def test_a_slow_leaf_is_named_though_its_latency_passes() -> None:
+    recs = _bw_and_lat(lambda a, b, r, k: r == 1 and k == "bw")
+    assert [(c.kind, c.switch) for c in localise(recs).culprits] == [("leaf", "leaf-r1")]

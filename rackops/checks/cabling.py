@@ -38,7 +38,11 @@ class Seen:
 
 
 def short(name: str) -> str:
-    return name.split(".", 1)[0].strip().lower()
+    """A switch's short name: ``leaf-r1.example.net`` and the node description an NVIDIA IB
+    switch reports, ``MF0;leaf-r1:MQM9700/U1``, are both ``leaf-r1``."""
+    m = re.match(r"^\s*(?:MF0;)?([^:;]+)", name)
+    host = m.group(1) if m else name
+    return host.split(".", 1)[0].strip().lower()
 
 
 def ib_port_number(name: str) -> int | None:
@@ -63,14 +67,14 @@ def seen_from_lldp(
     """The neighbour of each cabled netdev of one node (None where LLDP heard nobody)."""
     out: dict[Key, Seen | None] = {}
     for netdev, hca in netdev_to_hca.items():
-        ns = [n for n in parsed.of(netdev) if n.chassis_name or n.chassis_id]
+        # a neighbour without a system name (only its chassis MAC) cannot be matched to a
+        # switch of the design: not verifiable, like no neighbour
+        ns = [n for n in parsed.of(netdev) if n.chassis_name]
         if not ns:
             out[(node, hca)] = None
             continue
         n = ns[0]
-        out[(node, hca)] = Seen(
-            n.chassis_name or n.chassis_id or "?", n.port_id or "?", n.port_descr
-        )
+        out[(node, hca)] = Seen(str(n.chassis_name), n.port_id or "?", n.port_descr)
     return out
 
 

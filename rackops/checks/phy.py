@@ -52,7 +52,7 @@ ROCE_NAMES = {
 }
 HW_COUNTERS = ("np_cnp_sent", "rp_cnp_handled")  # RDMA hw_counters (not in ethtool -S)
 # error counters: what grows here under load is a fault of the cable, transceiver or port
-PORT_ERRORS = ("rcv_errors", "remote_phys_errors", "local_link_integrity", "buffer_overrun")
+PORT_ERRORS = ("rcv_errors", "local_link_integrity", "buffer_overrun")
 
 
 @dataclass(frozen=True)
@@ -155,8 +155,11 @@ def judge_counters(
     phy: PhyThresholds,
     interval_s: float,
     report: PortReport,
+    line_gbps: float = 0.0,
 ) -> list[Finding]:
-    """Findings on what grew between the two snapshots of one port."""
+    """Findings on what grew between the two snapshots of one port. Bit error rates are per
+    *line* bit (the link's rate × the interval: FEC and the PCS see every bit on the wire,
+    traffic or idle), falling back to the payload received when the rate is unknown."""
     names = IB_NAMES if after.family == "ib" else ROCE_NAMES
     ends = _end_to_end(subj)
     fix = CABLE_FIX.format(ends=ends)
@@ -177,6 +180,18 @@ def judge_counters(
             )
         )
         return out
+    unseen = sorted(set(after.counters) - set(before.counters))
+    if unseen:  # exposed after the run only: what grew is unknown, never a pass
+        names_unseen = ", ".join(names.get(k, k) for k in unseen)
+        out.append(
+            Finding(
+                "PHY-009",
+                Status.WARN,
+                subj,
+                f"not in the snapshot before the run, so not judged: {names_unseen}",
+                remediation="rerun; if it persists, the first read was cut off",
+            )
+        )
     if after.missing:
         out.append(
             Finding(
@@ -199,9 +214,10 @@ def judge_counters(
                 "before the run",
             )
         )
-    # bits received while the rack was under load (PortRcvData counts 4-octet words)
+    # bits received while the rack was under load (PortRcvData counts 4-octet words), and the
+    # bits on the wire in the interval, which is what a BER is counted against
     rx_bits = 32 * d.get("rx_words", 0) if after.family == "ib" else 8 * d.get("rx_bytes", 0)
-    pkts = d.get("rx_pkts", 0) + d.get("tx_pkts", 0)
+    line_bits = line_gbps * 1e9 * interval_s if line_gbps > 0 and interval_s > 0 else rx_bits
 
     # flaps: the link went down or retrained while the rack was under load
     for key, limit in (
@@ -224,19 +240,18 @@ def judge_counters(
             )
     # uncorrectable symbol errors per bit received
     se = d.get("symbol_errors", 0)
-    if se > 0:
-        rate = se / rx_bits if rx_bits else float("inf")
-        status = Status.FAIL if rate > phy.symbol_error_ber_max else Status.WARN
+    rate = se / line_bits if line_bits else float("inf")
+    if se > 0 and rate > phy.symbol_error_ber_max:
         out.append(
             Finding(
                 "PHY-001",
-                status,
+                Status.FAIL,
                 subj,
-                f"{names['symbol_errors']} +{se} under load ({_ber(rate)} per bit received, "
+                f"{names['symbol_errors']} +{se} under load ({_ber(rate)} per line bit, "
                 f"limit {phy.symbol_error_ber_max:g}); {ends}",
                 {
                     "delta": se,
-                    "per_bit": None if rx_bits == 0 else rate,
+                    "per_bit": None if not line_bits else rate,
                     "absolute": after.counters["symbol_errors"],
                 },
                 phy.symbol_error_ber_max,
@@ -246,15 +261,15 @@ def judge_counters(
         )
     # errors FEC corrected (RoCE): the raw BER FEC still hides
     cb = d.get("corrected_bits", 0)
-    if rx_bits and cb / rx_bits > phy.raw_ber_max:
+    if line_bits and cb / line_bits > phy.raw_ber_max:
         out.append(
             Finding(
                 "PHY-002",
                 Status.FAIL,
                 subj,
-                f"pre-FEC BER {_ber(cb / rx_bits)} ({names['corrected_bits']} +{cb} over "
-                f"{rx_bits} bits) above {phy.raw_ber_max:g}: FEC still hides it; {ends}",
-                cb / rx_bits,
+                f"pre-FEC BER {_ber(cb / line_bits)} ({names['corrected_bits']} +{cb} over "
+                f"{line_bits:.3g} line bits) above {phy.raw_ber_max:g}: FEC still hides it; {ends}",
+                cb / line_bits,
                 phy.raw_ber_max,
                 "BER",
                 fix,
@@ -275,7 +290,23 @@ def judge_counters(
                 fix,
             )
         )
-    for key in ("xmit_discards", "rx_discards"):
+    remote = d.get("remote_phys_errors", 0)
+    if remote > 0:  # packets already marked bad upstream: another link's fault, not this cable
+        out.append(
+            Finding(
+                "PHY-016",
+                Status.WARN,
+                subj,
+                f"{names['remote_phys_errors']} +{remote}: packets arrived already marked bad "
+                "by an upstream link (not this cable)",
+                remote,
+                0,
+                "packets",
+                "look for the failing inter-switch link on the path (spine/leaf counters)",
+            )
+        )
+    for key, dir_pkts in (("xmit_discards", "tx_pkts"), ("rx_discards", "rx_pkts")):
+        pkts = d.get(dir_pkts, 0)
         if d.get(key, 0) > 0 and pkts and 100.0 * d[key] / pkts > phy.discard_pct_max:
             out.append(
                 Finding(

@@ -182,132 +182,143 @@ def localise(records: list[dict[str, Any]]) -> Verdict:
         if status == "ERROR":
             continue  # already in errors
         links.append((m, status, rec))
-    per_end: dict[tuple[str, int], list[tuple[str, bool, dict[str, Any]]]] = defaultdict(list)
-    for m, status, rec in links:
-        is_fail = status == "FAIL"
-        per_end[(m["server"], m["rail"])].append((m["client"], is_fail, rec))
-        per_end[(m["client"], m["rail"])].append((m["server"], is_fail, rec))
     explained: set[str] = set()
+    # Bandwidth and latency are judged each among their own kind of test: a link that
+    # fails both is one link, and a leaf or node that is slow is not hidden by passing
+    # latency tests.
+    all_links = links
+    for metric in sorted({_metric(rec) for _m, _s, rec in all_links}):
+        links = [x for x in all_links if _metric(x[2]) == metric]
+        per_end: dict[tuple[str, int], list[tuple[str, bool, dict[str, Any]]]] = defaultdict(list)
+        for m, status, rec in links:
+            is_fail = status == "FAIL"
+            per_end[(m["server"], m["rail"])].append((m["client"], is_fail, rec))
+            per_end[(m["client"], m["rail"])].append((m["server"], is_fail, rec))
 
-    # 3. leaf: every link on a rail fails
-    by_rail: dict[int, list[tuple[bool, dict[str, Any]]]] = defaultdict(list)
-    for m, status, rec in links:
-        by_rail[m["rail"]].append((status == "FAIL", rec))
-    for rail, rail_links in by_rail.items():
-        nodes = {e[0] for e in per_end if e[1] == rail}
-        if len(nodes) >= 3 and rail_links and all(f for f, _ in rail_links):
-            leaf = rail_links[0][1]["meta"]["client_switch_port"].split()[0]
-            c = Culprit(
-                "leaf",
-                None,
-                f"every link on rail {rail} fails: the leaf {leaf} is the common element",
-                f"check {leaf}: port speeds, QoS/PFC config, buffer drops, uplinks",
-                switch=leaf,
-            )
-            c.evidence = [_pair_evidence(r) for _, r in rail_links]
-            culprits[("leaf", rail)] = c
-            explained |= {r["id"] for _, r in rail_links}
+        # 3. leaf: every link on a rail fails
+        by_rail: dict[int, list[tuple[bool, dict[str, Any]]]] = defaultdict(list)
+        for m, status, rec in links:
+            by_rail[m["rail"]].append((status == "FAIL", rec))
+        for rail, rail_links in by_rail.items():
+            nodes = {e[0] for e in per_end if e[1] == rail}
+            if len(nodes) >= 3 and rail_links and all(f for f, _ in rail_links):
+                leaf = rail_links[0][1]["meta"]["client_switch_port"].split()[0]
+                c = Culprit(
+                    "leaf",
+                    None,
+                    f"every link on rail {rail} fails: the leaf {leaf} is the common element",
+                    f"check {leaf}: port speeds, QoS/PFC config, buffer drops, uplinks",
+                    switch=leaf,
+                )
+                c.evidence = [_pair_evidence(r) for _, r in rail_links]
+                culprits.setdefault(("leaf", rail), c)
+                explained |= {r["id"] for _, r in rail_links}
 
-    # 4. node failing with most partners on most rails
-    rails = sorted({e[1] for e in per_end})
-    for node in sorted({e[0] for e in per_end}):
-        bad_rails = [r for r in rails if _mostly_failing(per_end.get((node, r), []), explained)]
-        if rails and len(bad_rails) > len(rails) / 2:
-            node_fails = [x for r in rails for x in per_end.get((node, r), []) if x[1]]
-            c = Culprit(
-                "node",
-                node,
-                f"{node} is slow with most partners on {len(bad_rails)} of {len(rails)} rails",
-                "the node itself (PCIe, NUMA, firmware, CPU "
-                "frequency): check lspci link status, mlnx_tune, BIOS settings",
-            )
-            c.evidence = [_pair_evidence(rec) for _, _, rec in node_fails]
-            culprits[(node, "node")] = c
-            explained |= {rec["id"] for _, _, rec in node_fails}
+        # 4. node failing with most partners on most rails
+        rails = sorted({e[1] for e in per_end})
+        for node in sorted({e[0] for e in per_end}):
+            bad_rails = [r for r in rails if _mostly_failing(per_end.get((node, r), []), explained)]
+            if rails and len(bad_rails) > len(rails) / 2:
+                node_fails = [x for r in rails for x in per_end.get((node, r), []) if x[1]]
+                c = Culprit(
+                    "node",
+                    node,
+                    f"{node} is slow with most partners on {len(bad_rails)} of {len(rails)} rails",
+                    "the node itself (PCIe, NUMA, firmware, CPU "
+                    "frequency): check lspci link status, mlnx_tune, BIOS settings",
+                )
+                c.evidence = [_pair_evidence(rec) for _, _, rec in node_fails]
+                culprits.setdefault((node, "node"), c)
+                explained |= {rec["id"] for _, _, rec in node_fails}
 
-    # 5. HCA/cable failing with at least two partners, half or more of them (bandwidth and
-    #    latency each counted among their own kind of test)
-    for (node, rail), items in sorted(per_end.items()):
-        live_all = [x for x in items if x[2]["id"] not in explained]
-        for metric in sorted({_metric(x[2]) for x in live_all if x[1]}):
-            live = [x for x in live_all if _metric(x[2]) == metric]
-            failed = [x for x in live if x[1]]
-            if len({x[0] for x in failed}) < 2 or len(failed) * 2 < len(live):
-                continue
-            rec0 = failed[0][2]
-            m = rec0["meta"]
+        # 5. HCA/cable failing with at least two partners, half or more of them (bandwidth and
+        #    latency each counted among their own kind of test)
+        for (node, rail), items in sorted(per_end.items()):
+            live_all = [x for x in items if x[2]["id"] not in explained]
+            for metric in sorted({_metric(x[2]) for x in live_all if x[1]}):
+                live = [x for x in live_all if _metric(x[2]) == metric]
+                failed = [x for x in live if x[1]]
+                if len({x[0] for x in failed}) < 2 or len(failed) * 2 < len(live):
+                    continue
+                rec0 = failed[0][2]
+                m = rec0["meta"]
+                side = "server" if m["server"] == node else "client"
+                sw, port = m[f"{side}_switch_port"].split(maxsplit=1)
+                hca = m[f"{side}_hca"]
+                partners = ", ".join(sorted({x[0] for x in failed}))
+                what, fix = _symptom([x[2] for x in failed])
+                c = culprits.get((node, "hca", hca)) or Culprit(
+                    "hca",
+                    node,
+                    f"{node}/{hca} (rail {rail}) {what} in {len(failed)} of {len(live)} tests "
+                    f"with {len({x[0] for x in live})} partners ({partners})",
+                    fix,
+                    hca=hca,
+                    switch=sw,
+                    switch_port=port,
+                )
+                c.evidence += [_pair_evidence(x[2]) for x in failed]
+                culprits[(node, "hca", hca)] = c
+                explained |= {x[2]["id"] for x in failed}
+
+        # 5b. one end shared by several failing links (slow only with some partners): that end
+        while True:
+            count: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
+            for m, status, rec in links:
+                if status == "FAIL" and rec["id"] not in explained:
+                    count[(m["server"], m["rail"])].append(rec)
+                    count[(m["client"], m["rail"])].append(rec)
+            if not count:
+                break
+            (node, rail), recs = max(count.items(), key=lambda kv: (len(kv[1]), kv[0]))
+            if len(recs) < 2:
+                break
+            m = recs[0]["meta"]
             side = "server" if m["server"] == node else "client"
             sw, port = m[f"{side}_switch_port"].split(maxsplit=1)
             hca = m[f"{side}_hca"]
-            partners = ", ".join(sorted({x[0] for x in failed}))
-            what, fix = _symptom([x[2] for x in failed])
-            c = culprits.get((node, "hca", hca)) or Culprit(
+            others = sorted(
+                {r["meta"]["client" if r["meta"]["server"] == node else "server"] for r in recs}
+            )
+            what, fix = _symptom(recs)
+            c = Culprit(
                 "hca",
                 node,
-                f"{node}/{hca} (rail {rail}) {what} in {len(failed)} of {len(live)} tests "
-                f"with {len({x[0] for x in live})} partners ({partners})",
+                f"{node}/{hca} (rail {rail}) is the common end of "
+                f"{len(recs)} failing links (with {', '.join(others)}); its partners pass "
+                f"with others" + ("" if what == "is slow" else f"; it {what}"),
                 fix,
                 hca=hca,
                 switch=sw,
                 switch_port=port,
             )
-            c.evidence += [_pair_evidence(x[2]) for x in failed]
-            culprits[(node, "hca", hca)] = c
-            explained |= {x[2]["id"] for x in failed}
+            c.evidence = [_pair_evidence(r) for r in recs]
+            culprits.setdefault((node, "hca", hca), c)
+            explained |= {r["id"] for r in recs}
 
-    # 5b. one end shared by several failing links (slow only with some partners): that end
-    while True:
-        count: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
+        # 6. what is left: single links
         for m, status, rec in links:
             if status == "FAIL" and rec["id"] not in explained:
-                count[(m["server"], m["rail"])].append(rec)
-                count[(m["client"], m["rail"])].append(rec)
-        if not count:
-            break
-        (node, rail), recs = max(count.items(), key=lambda kv: (len(kv[1]), kv[0]))
-        if len(recs) < 2:
-            break
-        m = recs[0]["meta"]
-        side = "server" if m["server"] == node else "client"
-        sw, port = m[f"{side}_switch_port"].split(maxsplit=1)
-        hca = m[f"{side}_hca"]
-        others = sorted(
-            {r["meta"]["client" if r["meta"]["server"] == node else "server"] for r in recs}
-        )
-        what, fix = _symptom(recs)
-        c = Culprit(
-            "hca",
-            node,
-            f"{node}/{hca} (rail {rail}) is the common end of "
-            f"{len(recs)} failing links (with {', '.join(others)}); its partners pass "
-            f"with others" + ("" if what == "is slow" else f"; it {what}"),
-            fix,
-            hca=hca,
-            switch=sw,
-            switch_port=port,
-        )
-        c.evidence = [_pair_evidence(r) for r in recs]
-        culprits.setdefault((node, "hca", hca), c)
-        explained |= {r["id"] for r in recs}
-
-    # 6. what is left: single links
-    for m, status, rec in links:
-        if status == "FAIL" and rec["id"] not in explained:
-            c = Culprit(
-                "link",
-                m["client"],
-                f"{m['client']}/{m['client_hca']} ↔ {m['server']}/"
-                f"{m['server_hca']} (rail {m['rail']}) fails, both ends pass with "
-                f"other partners",
-                "re-test both ends against known-good partners "
-                "(rackops validate --pairing suspects) to tell which cable",
-                hca=m["client_hca"],
-                switch=m["client_switch_port"].split()[0],
-                switch_port=m["client_switch_port"].split(maxsplit=1)[1],
-                peer=f"{m['server']}/{m['server_hca']} [{m['server_switch_port']}]",
-            )
-            c.evidence = [_pair_evidence(rec)]
-            culprits[("link", rec["id"])] = c
+                c = Culprit(
+                    "link",
+                    m["client"],
+                    f"{m['client']}/{m['client_hca']} ↔ {m['server']}/"
+                    f"{m['server_hca']} (rail {m['rail']}) fails, both ends pass with "
+                    f"other partners",
+                    "re-test both ends against known-good partners "
+                    "(rackops validate --pairing suspects) to tell which cable",
+                    hca=m["client_hca"],
+                    switch=m["client_switch_port"].split()[0],
+                    switch_port=m["client_switch_port"].split(maxsplit=1)[1],
+                    peer=f"{m['server']}/{m['server_hca']} [{m['server_switch_port']}]",
+                )
+                c.evidence = [_pair_evidence(rec)]
+                # a link failing bandwidth and latency is one link
+                key = ("link", *sorted((m["server"], m["client"])), m["rail"])
+                if key in culprits:
+                    culprits[key].evidence += c.evidence
+                else:
+                    culprits[key] = c
 
     # multi-node NCCL
     for rec in (r for r in records if r["kind"] == "nccl"):
@@ -322,7 +333,7 @@ def localise(records: list[dict[str, Any]]) -> Verdict:
             )
             culprits[("nccl", rec["id"])] = c
         warnings += [{"step": rec["id"], **f} for f in _fails(rec, "WARN")]
-    for _m, _status, rec in links:
+    for _m, _status, rec in all_links:
         warnings += [{"step": rec["id"], **f} for f in _fails(rec, "WARN")]
 
     # A stable order, whatever order the steps finished in (a resumed run reports the same).

@@ -84,9 +84,10 @@ class Physical:
                 try:
                     if result.error or result.timed_out:
                         raise ParseError(result.error or "timed out")
-                    seen = seen_from_iblinkinfo(
-                        parse("iblinkinfo", result.stdout + "\n" + result.stderr), self.cluster
-                    )
+                    links = parse("iblinkinfo", result.stdout + "\n" + result.stderr)
+                    if not links.complete:
+                        raise ParseError("the output is cut off: " + "; ".join(links.errors[-2:]))
+                    seen = seen_from_iblinkinfo(links, self.cluster)
                 except ParseError as exc:
                     findings.append(
                         Finding(
@@ -102,7 +103,10 @@ class Physical:
             recs = {
                 r["node"]: r
                 for r in self.rundir.records()
-                if r["kind"] == "node" and r["tool"] == "lldpctl" and r["node"] not in skip
+                if r["kind"] == "node"
+                and r["tool"] == "lldpctl"
+                and r["node"] in nodes  # a run dir may name a node the inventory dropped
+                and r["node"] not in skip
             }
             for name, rec in sorted(recs.items()):
                 if any(f["status"] == "ERROR" for f in rec["findings"]):
@@ -209,19 +213,31 @@ class Physical:
             try:
                 if self.cluster.fabric.type == "roce":
                     part = parts.get(f"ethtool-S/{h.device}")
-                    if part is None or part.rc is None:
-                        raise ParseError("ethtool -S did not finish")
+                    if part is None or part.rc != 0:
+                        why = (
+                            "did not finish"
+                            if part is None or part.rc is None
+                            else f"exit {part.rc}"
+                        )
+                        raise ParseError(
+                            f"ethtool -S {why}: {part.text.strip()[-200:] if part else ''}"
+                        )
                     hw: dict[str, int] = {}
                     hw_part = parts.get(f"hw/{h.device}")
                     for line in hw_part.text.splitlines() if hw_part else []:
                         path, _, value = line.rpartition(":")
                         if value.strip().isdigit():
                             hw[Path(path).name] = int(value)
-                    samples[h.device] = sample_roce(parse("ethtool-stats", part.text), hw, pfc)
+                    stats = parse("ethtool-stats", part.text)
+                    if not stats.complete:
+                        raise ParseError("ethtool -S output is cut off")
+                    samples[h.device] = sample_roce(stats, hw, pfc)
                 else:
                     part = parts.get(f"perfquery/{h.device}")
                     if part is None or part.rc is None:
                         raise ParseError("perfquery did not finish")
+                    if part.rc == 124:
+                        raise ParseError("perfquery timed out")
                     pq = parse("perfquery", part.text)
                     if not pq.ports or not pq.complete:
                         raise ParseError("perfquery output is cut off")
@@ -259,6 +275,18 @@ class Physical:
             for h in node.hcas
             if h.device in errors
         ]
+        if any(r["kind"] == "pair" for r in self.rundir.records()):
+            # resumed after the pairs ran: this baseline saw none of their traffic
+            findings.append(
+                Finding(
+                    "PHY-009",
+                    Status.WARN,
+                    subj,
+                    "the counters were first read after pair tests had already run (a resumed "
+                    "run): what grew under load is unknown",
+                    remediation="rerun the validation from the start to judge the counters",
+                )
+            )
         meta = {
             "t": time.time(),
             "ports": {d: s.as_dict() for d, s in samples.items()},

@@ -274,8 +274,11 @@ class Runner:
             for pair in rnd.pairs:
                 for rail in plan.rails:
                     step = f"pair/{pair.server}-{pair.client}/rail{rail}"
-                    if step in done:
-                        continue
+                    lat_step = "lat/" + step.split("/", 1)[1]
+                    if step in done and (
+                        self.suite.checks.perftest_lat is None or lat_step in done
+                    ):
+                        continue  # a run killed between the two keeps its bandwidth result
                     jobs.append((pair.server, pair.client, rail, step))
             if not jobs:
                 continue
@@ -288,6 +291,9 @@ class Runner:
     def _pair(self, server: str, client: str, rail: int, step: str, *, skip: set[str]) -> None:
         bw = self.suite.checks.perftest_bw
         assert bw is not None
+        if step in self._done:  # resumed between bandwidth and latency: latency only
+            self._latency(server, client, rail, step, skip=skip, skipped=False)
+            return
         attempts: list[tuple[list[Finding], CommandResult | None, dict[str, Any]]] = []
         jumbo = self._jumbo_ping(server, client, rail, step, skip=skip)
         for attempt in range(bw.repeats):
@@ -306,14 +312,20 @@ class Runner:
             findings = jumbo[0] + findings
             meta["jumbo_ping"] = jumbo[1]
         self._record(step, "pair", client, "perftest", result, findings, meta)
-        lat = self.suite.checks.perftest_lat
+        self._latency(server, client, rail, step, skip=skip, skipped=bool(meta.get("skipped")))
+
+    def _latency(
+        self, server: str, client: str, rail: int, step: str, *, skip: set[str], skipped: bool
+    ) -> None:
+        """ib_write_lat between the two ends of a link, after its bandwidth test."""
         lat_step = "lat/" + step.split("/", 1)[1]
-        if lat is not None and lat_step not in self._done and not meta.get("skipped"):
-            findings, result, meta = self._pair_once(
-                server, client, rail, lat_step + "/0", skip=skip, kind="lat"
-            )
-            meta["metric"] = "lat"
-            self._record(lat_step, "pair", client, "perftest-lat", result, findings, meta)
+        if self.suite.checks.perftest_lat is None or lat_step in self._done or skipped:
+            return
+        findings, result, meta = self._pair_once(
+            server, client, rail, lat_step + "/0", skip=skip, kind="lat"
+        )
+        meta["metric"] = "lat"
+        self._record(lat_step, "pair", client, "perftest-lat", result, findings, meta)
 
     def _link_subject(self, server: str, client: str, rail: int) -> Subject:
         """A pair's link as findings name it: the client's HCA and switch port, the peer."""
