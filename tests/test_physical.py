@@ -228,7 +228,6 @@ def test_peer_gate_runs_over_a_run_for_every_measured_quantity() -> None:
     for a in nodes:
         for b in nodes:
             if a < b:
-                bw = 300.0 if "node03" in (a, b) else 392.0  # above the 360 floor? no: below
                 records.append(
                     _pair(
                         a,
@@ -240,7 +239,6 @@ def test_peer_gate_runs_over_a_run_for_every_measured_quantity() -> None:
                 records.append(
                     _pair(a, b, 0, _ok("PERF-OK", b, 1.9, "us", a), kind="lat", tool="perftest-lat")
                 )
-                del bw
     out = peer_findings(records, ROCE, {"h100-sxm-roce400": PROFILE})
     assert out == []  # 385 vs 392 is 2 %: noise, not a straggler
     records.append(_pair("node01", "node04", 1, _ok("PERF-OK", "node04", 340.0, "Gb/s", "node01")))

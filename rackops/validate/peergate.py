@@ -27,6 +27,7 @@ def peer_findings(
     records: list[dict[str, Any]], cluster: Cluster, profiles: dict[str, Profile]
 ) -> list[Finding]:
     groups: dict[tuple[str, str, str, str], dict[Subject, float]] = defaultdict(dict)
+    profile_of = {n.name: n.profile for n in cluster.nodes}
     for rec in records:
         if rec["kind"] not in ("node", "pair"):
             continue
@@ -37,11 +38,10 @@ def peer_findings(
             if not isinstance(value, int | float) or isinstance(value, bool):
                 continue
             node = f["subject"].get("node") or rec.get("node") or ""
-            profile = cluster.node(node).profile if node in {n.name for n in cluster.nodes} else ""
-            key = (f["code"], unit, rec["tool"], profile)
+            key = (f["code"], unit, rec["tool"], profile_of.get(node, ""))
             groups[key][Subject(**f["subject"])] = float(value)
     out: list[Finding] = []
-    for (code, unit, tool, profile), values in sorted(groups.items()):
+    for (_code, unit, tool, profile), values in sorted(groups.items()):
         t = profiles[profile].thresholds if profile in profiles else None
         out += peer_gate(
             values,
@@ -51,7 +51,6 @@ def peer_findings(
             drop_pct=t.peer_drop_pct_min if t else 5.0,
             lower_is_better=unit in LOWER_IS_BETTER,
         )
-        del code
     return out
 
 

@@ -229,52 +229,53 @@ def prometheus(report: dict[str, Any]) -> str:
                 f'rackops_check_status{{node="{_label(node)}",check="{_label(check)}"}} '
                 f"{STATUS_VALUE[st]}"
             )
-    out += [
-        "# HELP rackops_link_bandwidth_gbps ib_write_bw average at the pinned size.",
-        "# TYPE rackops_link_bandwidth_gbps gauge",
-    ]
-    for p in report["pairs"]:
-        if p.get("bw_gbps") is not None:
-            out.append(
-                f'rackops_link_bandwidth_gbps{{server="{_label(p["server"])}",'
-                f'client="{_label(p["client"])}",rail="{p["rail"]}"}} {p["bw_gbps"]}'
-            )
-    out += [
-        "# HELP rackops_link_latency_us ib_write_lat average at the pinned size.",
-        "# TYPE rackops_link_latency_us gauge",
-    ]
-    for p in report["pairs"]:
-        if p.get("lat_us") is not None:
-            out.append(
-                f'rackops_link_latency_us{{server="{_label(p["server"])}",'
-                f'client="{_label(p["client"])}",rail="{p["rail"]}"}} {p["lat_us"]}'
-            )
-    out += [
-        "# HELP rackops_port_counter_delta What a port counter grew by during the run.",
-        "# TYPE rackops_port_counter_delta gauge",
-    ]
-    for port in report.get("ports", []):
-        for counter, value in sorted(port["delta"].items()):
-            out.append(
-                f'rackops_port_counter_delta{{node="{_label(port["node"])}",'
-                f'hca="{_label(port["hca"])}",counter="{counter}"}} {value}'
-            )
-    out += [
-        "# HELP rackops_port_raw_ber Raw (pre-FEC) physical BER of a port (mlxlink).",
-        "# TYPE rackops_port_raw_ber gauge",
-    ]
-    for port in report.get("ports", []):
-        if port.get("raw_ber") is not None:
-            out.append(
-                f'rackops_port_raw_ber{{node="{_label(port["node"])}",'
-                f'hca="{_label(port["hca"])}"}} {port["raw_ber"]:.3e}'
-            )
+
+    def link(p: dict[str, Any]) -> dict[str, Any]:
+        return {"server": p["server"], "client": p["client"], "rail": p["rail"]}
+
+    def port(p: dict[str, Any]) -> dict[str, Any]:
+        return {"node": p["node"], "hca": p["hca"]}
+
+    ports = report.get("ports", [])
+    out += _gauge(
+        "rackops_link_bandwidth_gbps",
+        "ib_write_bw average at the pinned size.",
+        [(link(p), p.get("bw_gbps")) for p in report["pairs"]],
+    )
+    out += _gauge(
+        "rackops_link_latency_us",
+        "ib_write_lat average at the pinned size.",
+        [(link(p), p.get("lat_us")) for p in report["pairs"]],
+    )
+    out += _gauge(
+        "rackops_port_counter_delta",
+        "What a port counter grew by during the run.",
+        [({**port(p), "counter": c}, v) for p in ports for c, v in sorted(p["delta"].items())],
+    )
+    out += _gauge(
+        "rackops_port_raw_ber",
+        "Raw (pre-FEC) physical BER of a port (mlxlink).",
+        [(port(p), p.get("raw_ber")) for p in ports],
+        fmt="{:.3e}",
+    )
     out += [
         "# HELP rackops_culprits Number of things to fix.",
         "# TYPE rackops_culprits gauge",
         f"rackops_culprits {len(report['culprits'])}",
     ]
     return "\n".join(out) + "\n"
+
+
+def _gauge(
+    name: str, help_text: str, rows: list[tuple[dict[str, Any], Any]], fmt: str = "{}"
+) -> list[str]:
+    """One node_exporter gauge: HELP, TYPE and a sample per row with a value."""
+    out = [f"# HELP {name} {help_text}", f"# TYPE {name} gauge"]
+    for labels, value in rows:
+        if value is not None:
+            text = ",".join(f'{k}="{_label(v)}"' for k, v in labels.items())
+            out.append(f"{name}{{{text}}} {fmt.format(value)}")
+    return out
 
 
 def _svg_curve(curve: dict[str, Any]) -> str:

@@ -90,7 +90,7 @@ def read(node, dev):
             return get({})
 
 
-def carry(node, dev, tx_bytes, rx_bytes, seconds):
+def carry(node, dev, tx_bytes, rx_bytes):
     """Add one test's traffic (and the faults it reveals) to this node's HCA ``dev``."""
     tx_bytes, rx_bytes = int(tx_bytes), int(rx_bytes)
     bits = 8 * rx_bytes  # a receiver counts (and its FEC corrects) what it receives

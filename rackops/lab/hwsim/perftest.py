@@ -209,15 +209,13 @@ def _carry(node, dev, o, bw, lat):
     if lat:  # ping-pong: every iteration sends and receives one message
         moved = o["iters"] * (o["size"] if o["size"] != 65536 else 2)
         tx = rx = moved
-        seconds = 0.1
     else:
         one_way = bw / (2 if o["bidir"] else 1)
-        seconds = float(o["duration"] or 1)
-        moved = one_way * 1e9 / 8 * seconds if o["duration"] else o["iters"] * o["size"]
+        moved = one_way * 1e9 / 8 * o["duration"] if o["duration"] else o["iters"] * o["size"]
         client = o["server"] is not None
         tx = moved if (client or o["bidir"]) else 0
         rx = moved if (not client or o["bidir"]) else 0
-    counters.carry(node, dev, tx, rx, seconds)
+    counters.carry(node, dev, tx, rx)
 
 
 def banner(node, title, o):
