@@ -71,6 +71,11 @@ SWITCH_VARS = {
     "ports": "rackops_switch_ports",
     "mtu": "rackops_switch_mtu",
     "qos": "rackops_switch_qos",
+    "os_version": "rackops_switch_os_version",
+    "port_lanes": "rackops_switch_port_lanes",
+    "port_speed_gbps": "rackops_switch_port_speed_gbps",
+    "cable_m": "rackops_switch_cable_m",
+    "buffers": "rackops_switch_buffers",
 }
 DESIGN_VARS = ("rackops_fabric", "rackops_versions")
 
@@ -424,6 +429,11 @@ def _build_switch(
         "ports": v.get("rackops_switch_ports"),
         "mtu": v.get("rackops_switch_mtu"),
         "qos": v.get("rackops_switch_qos") or {},
+        "os_version": v.get("rackops_switch_os_version"),
+        "port_lanes": v.get("rackops_switch_port_lanes") or {},
+        "port_speed_gbps": v.get("rackops_switch_port_speed_gbps", 400),
+        "cable_m": v.get("rackops_switch_cable_m") or {},
+        "buffers": v.get("rackops_switch_buffers") or {},
     }
     return _validate(Switch, data, hv=hv, var_of=SWITCH_VARS, subject=name, diagnostics=diagnostics)
 

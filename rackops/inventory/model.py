@@ -19,6 +19,11 @@ Inventory variable → model field:
 ``rackops_switch_ports``    ``Switch.ports``
 ``rackops_switch_mtu``      ``Switch.mtu`` (default: the design's switch MTU)
 ``rackops_switch_qos``      ``Switch.qos`` (per-switch overrides)
+``rackops_switch_os_version`` ``Switch.os_version`` (NOS release: NVUE syntax, e.g. ``5.15``)
+``rackops_switch_port_lanes`` ``Switch.port_lanes`` (SONiC ``PORT.lanes`` per port)
+``rackops_switch_port_speed_gbps`` ``Switch.port_speed_gbps`` (default 400)
+``rackops_switch_cable_m``  ``Switch.cable_m`` (per-port cable length, metres: headroom)
+``rackops_switch_buffers``  ``Switch.buffers`` (SONiC buffer model and platform numbers)
 ``rackops_fabric``          ``Cluster.fabric``
 ``rackops_versions``        ``Cluster.versions``
 =========================  ============================================
@@ -26,6 +31,7 @@ Inventory variable → model field:
 
 from __future__ import annotations
 
+import re
 from typing import Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -166,6 +172,42 @@ class SwitchQos(_Frozen):
         return _check_dscp_map(v, "traffic class")
 
 
+class LosslessHeadroom(_Frozen):
+    """A static lossless PG profile (SONiC traditional model): the platform's
+    ``pg_profile_lookup.ini`` row for the port speed and cable length, in bytes."""
+
+    size: int = Field(ge=0)
+    xon: int = Field(ge=0)
+    xoff: int = Field(gt=0)
+    dynamic_th: int = Field(default=0, ge=-8, le=8)
+
+
+class SwitchBuffers(_Frozen):
+    """SONiC buffers. ``dynamic`` (the default; NVIDIA Spectrum platforms): buffermgrd
+    computes the lossless headroom from speed, cable length and MTU, pools need no size.
+    ``traditional`` (other ASICs): the platform's pool sizes and lossless headroom are given."""
+
+    model: Literal["dynamic", "traditional"] = "dynamic"
+    pools: dict[str, int] = Field(default_factory=dict)  # pool name -> bytes
+    headroom: LosslessHeadroom | None = None
+
+    @model_validator(mode="after")
+    def _traditional_needs_numbers(self) -> Self:
+        if self.model == "traditional":
+            missing = [
+                p
+                for p in ("ingress_lossless_pool", "egress_lossless_pool", "egress_lossy_pool")
+                if p not in self.pools
+            ]
+            if missing or self.headroom is None:
+                raise ValueError(
+                    "the traditional buffer model needs the platform's numbers: pools "
+                    f"{missing or ''} and headroom {{size, xon, xoff}} from its "
+                    "pg_profile_lookup.ini / buffers_defaults"
+                )
+        return self
+
+
 class Switch(_Frozen):
     name: str
     address: str
@@ -176,6 +218,37 @@ class Switch(_Frozen):
     ports: tuple[str, ...] = Field(min_length=1)
     mtu: int | None = Field(default=None, ge=1500, le=9216)
     qos: SwitchQos = SwitchQos()
+    os_version: str | None = Field(default=None, pattern=r"^[0-9][0-9A-Za-z.\-]*$")
+    port_lanes: dict[str, str] = Field(default_factory=dict)
+    port_speed_gbps: int = Field(default=400, ge=1, le=1600)
+    cable_m: dict[str, int] = Field(default_factory=dict)
+    buffers: SwitchBuffers = SwitchBuffers()
+
+    @field_validator("os_version", mode="before")
+    @classmethod
+    def _quoted_release(cls, v: object) -> object:
+        if isinstance(v, float | int) and not isinstance(v, bool):
+            raise ValueError(
+                f"write the release as a quoted string ('{v}'): YAML reads an unquoted "
+                f"release as a number, and 5.10 becomes 5.1"
+            )
+        return v
+
+    @field_validator("port_lanes")
+    @classmethod
+    def _lanes(cls, v: dict[str, str]) -> dict[str, str]:
+        for port, lanes in v.items():
+            if not re.fullmatch(r"\d+(,\d+)*", str(lanes)):
+                raise ValueError(f"port {port!r}: lanes {lanes!r} is not a list like '0,1,2,3'")
+        return v
+
+    @model_validator(mode="after")
+    def _known_ports(self) -> Self:
+        for var, table in (("port_lanes", self.port_lanes), ("cable_m", self.cable_m)):
+            unknown = sorted(set(table) - set(self.ports))
+            if unknown:
+                raise ValueError(f"{var}: {unknown} not in the switch's ports {list(self.ports)}")
+        return self
 
     @field_validator("ports")
     @classmethod

@@ -4,6 +4,7 @@ one computation, each read back and checked before it is written."""
 from __future__ import annotations
 
 import functools
+import json
 from dataclasses import asdict
 from pathlib import Path
 
@@ -13,12 +14,15 @@ import yaml
 from rackops import __version__
 from rackops.diagnostics import Diagnostic
 from rackops.inventory.model import Cluster
+from rackops.diagnostics import Level
+from rackops.render import sonic
 from rackops.render.verify import READERS, check_ports
-from rackops.render.view import RenderError, host_view, switch_view
+from rackops.render.view import RenderError, SwitchView, host_view, switch_view
 
 TEMPLATES = Path(__file__).resolve().parent.parent.parent / "templates" / "switch"
-FILES = {
-    "sonic": ["config_db.json"],
+# text formats are Jinja templates; data formats (SONiC CONFIG_DB JSON, the NVUE tree) are
+# built as data and serialised (render/sonic.py, render/nvue.py)
+TEMPLATED = {
     "cumulus": ["startup.yaml", "nv-set.txt"],
     "eos": ["running-config"],
     "mlnx-os": ["partitions.conf"],
@@ -47,21 +51,58 @@ def render_switch(cluster: Cluster, name: str, inventory: str) -> dict[str, str]
         "line": f"rendered by rackops {__version__} from {inventory} for {sw.name}; "
         f"do not edit, re-render",
     }
+    if sw.os == "sonic":
+        return _sonic_files(view)
     env = _env()
     return {
         f: env.get_template(f"{sw.os}/{f}.j2").render(sw=view, q=view.qos, header=header)
-        for f in FILES[sw.os]
+        for f in TEMPLATED[sw.os]
     }
+
+
+def _sonic_files(view: SwitchView) -> dict[str, str]:
+    """config_db.json needs every port's lanes (a new switch is built from it); without them
+    only the tables are rendered, for a patch against the running config (--running)."""
+    db = sonic.config_db(view)
+    if sonic.missing_lanes(view):
+        return {"tables.json": json.dumps(db, indent=2) + "\n"}
+    return {"config_db.json": json.dumps(db, indent=2) + "\n"}
+
+
+def render_notes(cluster: Cluster, name: str) -> list[Diagnostic]:
+    """What a render could not produce, and the fix (warnings, not read-back errors)."""
+    sw = next(s for s in cluster.switches if s.name == name)
+    if sw.os != "sonic":
+        return []
+    missing = sonic.missing_lanes(switch_view(cluster, sw))
+    if not missing:
+        return []
+    return [
+        Diagnostic(
+            "R-01",
+            Level.WARNING,
+            f"{sw.name}: no config_db.json: rackops_switch_port_lanes has no lanes for "
+            f"{', '.join(missing)} (PORT.lanes is mandatory in sonic-port.yang). Give them "
+            f"(from the platform's port_config.ini or `show interfaces status`), or render "
+            f"with --running DIR holding the switch's config_db.json to get a JSON Patch; "
+            f"tables.json holds the QoS tables meanwhile",
+            subject=sw.name,
+            key="rackops_switch_port_lanes",
+        )
+    ]
 
 
 def verify_switch(cluster: Cluster, name: str, files: dict[str, str]) -> list[Diagnostic]:
     sw = next(s for s in cluster.switches if s.name == name)
     if sw.os not in PRIMARY:
         return []
-    ports = READERS[sw.os](files[PRIMARY[sw.os]])
+    primary = next((f for f in (PRIMARY[sw.os], "tables.json") if f in files), None)
+    if primary is None:
+        return []
+    ports = READERS[sw.os](files[primary])
     host_mtu = max([cluster.fabric.mtu.host, *(n.qos.mtu for n in cluster.nodes if n.qos.mtu)])
     view = switch_view(cluster, sw)
-    return check_ports(sw.name, ports, view.qos, host_mtu, f"{sw.name}/{PRIMARY[sw.os]}")
+    return check_ports(sw.name, ports, view.qos, host_mtu, f"{sw.name}/{primary}")
 
 
 def render_host(cluster: Cluster, node: str) -> str:

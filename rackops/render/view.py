@@ -8,7 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rackops.errors import RackopsError
-from rackops.inventory.model import Cluster, Switch
+from rackops.inventory.model import Cluster, Switch, SwitchBuffers
+
+# SONiC's defaults by link role (buffers_config.j2 ports2cable): server links 5 m, uplinks 40 m
+CABLE_M = {"host": 5, "fabric": 40}
 
 L2_HEADER_BYTES = 18
 
@@ -23,6 +26,8 @@ class PortView:
     kind: str  # "host" | "fabric"
     peer: str  # "node01/mlx5_0"
     speed_gbps: int
+    lanes: str | None = None  # SONiC PORT.lanes, from the inventory
+    cable_m: int = 5
 
 
 @dataclass(frozen=True)
@@ -54,6 +59,8 @@ class SwitchView:
     fabric: str  # infiniband | roce
     qos: QosView | None
     ib_mtu: int | None
+    os_version: str | None = None
+    buffers: SwitchBuffers = SwitchBuffers()
 
 
 @dataclass(frozen=True)
@@ -110,7 +117,7 @@ def qos_view(cluster: Cluster) -> QosView | None:
     )
 
 
-def switch_view(cluster: Cluster, sw: Switch, rate_gbps: int = 400) -> SwitchView:
+def switch_view(cluster: Cluster, sw: Switch) -> SwitchView:
     fabric = cluster.fabric
     mtu = sw.mtu or fabric.mtu.switch
     qos = qos_view(cluster)
@@ -143,7 +150,14 @@ def switch_view(cluster: Cluster, sw: Switch, rate_gbps: int = 400) -> SwitchVie
         if h.switch == sw.name
     }
     ports = tuple(
-        PortView(p, "host" if p in cabled else "fabric", cabled.get(p, "uplink"), rate_gbps)
+        PortView(
+            p,
+            kind := "host" if p in cabled else "fabric",
+            cabled.get(p, "uplink"),
+            sw.port_speed_gbps,
+            sw.port_lanes.get(p),
+            sw.cable_m.get(p, CABLE_M[kind]),
+        )
         for p in sw.ports
     )
     return SwitchView(
@@ -156,6 +170,8 @@ def switch_view(cluster: Cluster, sw: Switch, rate_gbps: int = 400) -> SwitchVie
         fabric.type,
         qos if sw.os != "mlnx-os" else None,
         fabric.mtu.ib,
+        sw.os_version,
+        sw.buffers,
     )
 
 
