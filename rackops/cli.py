@@ -12,9 +12,14 @@ import sys
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rackops import __version__
 from rackops.errors import ExitCode, InputError, RackopsError
+
+if TYPE_CHECKING:
+    from rackops.diagnostics import Diagnostic
+    from rackops.inventory.model import Cluster
 
 
 class _Parser(argparse.ArgumentParser):
@@ -215,32 +220,82 @@ def _cmd_render(args: argparse.Namespace) -> int:
     from rackops.render import render_all
 
     cluster = load_inventory(args.inventory).raise_for_errors()
-    if args.diff:
-        from rackops.render import PRIMARY, render_switch
-        from rackops.render.verify import READERS, diff_ports
-
-        sw = cluster.switch(args.switch or "")
-        if sw is None or sw.os not in PRIMARY:
-            raise RackopsError("--diff needs --switch NAME of a SONiC, Cumulus or EOS switch")
-        rendered = READERS[sw.os](render_switch(cluster, sw.name, args.inventory)[PRIMARY[sw.os]])
-        try:
-            running = READERS[sw.os](_read_input(args.diff))
-        except Exception as exc:
-            raise InputError(f"{args.diff}: cannot read as {sw.os} config: {exc}") from exc
-        lines = diff_ports(rendered, running)
-        for line in lines:
-            print(f"{sw.name} {line}")
-        print(f"{sw.name}: {len(lines)} difference(s) a push would make", file=sys.stderr)
-        return ExitCode.WARNINGS if lines else ExitCode.OK
     out = Path(args.output or f"build/{cluster.name}")
+    if args.switch and cluster.switch(args.switch) is None:
+        raise InputError(
+            f"--switch {args.switch}: no such switch in {args.inventory} "
+            f"(known: {', '.join(s.name for s in cluster.switches)})"
+        )
     written, problems = render_all(cluster, args.inventory, out, args.switch)
     for d in problems:
         print(d.human())
+    for d in render_notes_all(cluster, args.switch):
+        print(d.human(), file=sys.stderr)
     print(
         f"rendered {len(written)} files into {out}; {len(problems)} problem(s) on read-back",
         file=sys.stderr,
     )
-    return ExitCode.ERRORS if problems else ExitCode.OK
+    if problems:
+        return ExitCode.ERRORS
+    if args.diff:
+        return _render_diff(cluster, args, out)
+    return ExitCode.OK
+
+
+def render_notes_all(cluster: Cluster, only: str | None) -> list[Diagnostic]:
+    from rackops.render import render_notes
+
+    return [
+        d for s in cluster.switches if only in (None, s.name) for d in render_notes(cluster, s.name)
+    ]
+
+
+def _render_diff(cluster: Cluster, args: argparse.Namespace, out: Path) -> int:
+    """--diff: per switch, the minimal change from its saved running config to the design,
+    written beside the rendered files (changes.txt, and what a push applies)."""
+    from rackops.render import RUNNING_SUFFIX, render_switch, switch_changes
+    from rackops.render.verify import READERS, diff_ports
+
+    src = Path(args.diff)
+    if src.is_file() and not args.switch:
+        raise InputError(f"--diff {src}: a single saved config needs --switch NAME")
+    changed = 0
+    seen = 0
+    for sw in cluster.switches:
+        if (args.switch and sw.name != args.switch) or sw.os not in RUNNING_SUFFIX:
+            continue
+        path = src if src.is_file() else src / f"{sw.name}{RUNNING_SUFFIX[sw.os]}"
+        if not path.is_file():
+            print(f"{sw.name}: no saved running config at {path}; not compared", file=sys.stderr)
+            continue
+        seen += 1
+        text = _read_input(str(path))
+        files = render_switch(cluster, sw.name, args.inventory)
+        try:
+            lines, push = switch_changes(cluster, sw.name, files, text)
+            effect = diff_ports(READERS[sw.os](_primary(files)), READERS[sw.os](text))
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise InputError(f"{path}: cannot read as a {sw.os} running config: {exc}") from exc
+        folder = out / "switches" / sw.name
+        (folder / "changes.txt").write_text("".join(f"{x}\n" for x in lines))
+        for fname, body in push.items():
+            (folder / fname).write_text(body)
+        for line in lines:
+            print(f"{sw.name} {line}")
+        for line in effect:
+            print(f"{sw.name} effect {line}")
+        print(f"{sw.name}: {len(lines)} change(s) a push would make", file=sys.stderr)
+        changed += bool(lines)
+    if seen == 0:
+        raise InputError(f"--diff {src}: no saved running config for any switch rendered")
+    return ExitCode.WARNINGS if changed else ExitCode.OK
+
+
+def _primary(files: dict[str, str]) -> str:
+    for name in ("config_db.json", "tables.json", "startup.yaml", "running-config"):
+        if name in files:
+            return files[name]
+    raise KeyError("no primary config file rendered")
 
 
 def _cmd_provision(args: argparse.Namespace) -> int:
@@ -401,10 +456,12 @@ def build_parser() -> argparse.ArgumentParser:
     ren.add_argument("--switch", help="render only this switch")
     ren.add_argument(
         "--diff",
-        metavar="RUNNING_CONFIG",
-        help="with --switch: compare with a config saved from the switch (SONiC "
-        "config_db.json, `nv config show -o yaml`, EOS `show running-config`); "
-        "exit 1 if a push would change QoS/MTU",
+        metavar="RUNNING",
+        help="compare with configs saved from the switches: a directory of <switch>.json "
+        "(SONiC `show runningconfiguration all`), <switch>.yaml (`nv config show -o yaml`), "
+        "<switch>.cfg (EOS `show running-config`), or one file with --switch. Prints and "
+        "writes the minimal change (changes.txt; SONiC config-patch.json for `config "
+        "apply-patch`, NVUE nv-changes.txt); exit 1 if a push would change anything",
     )
     ren.set_defaults(func=_cmd_render)
 

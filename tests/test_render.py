@@ -260,32 +260,27 @@ def test_diff_against_running_config_names_what_a_push_changes(
     db["PORT"]["Ethernet16"]["mtu"] = "9100"
     (tmp_path / "running.json").write_text(json.dumps(db))
     inv = str(ROOT / "inventories/example-roce")
-    assert (
-        main(["render", "-i", inv, "--switch", "leaf-r0", "--diff", str(tmp_path / "running.json")])
-        == 1
-    )
-    out = capsys.readouterr().out.splitlines()
-    assert "leaf-r0 Ethernet8: pfc (3, 4) -> (3,)" in out
-    assert "leaf-r0 Ethernet16: mtu 9100 -> 9216" in out
+    out = tmp_path / "out"
+    args = ["render", "-i", inv, "-o", str(out), "--switch", "leaf-r0", "--diff"]
+    assert main([*args, str(tmp_path / "running.json")]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert "leaf-r0 replace /PORT_QOS_MAP/Ethernet8/pfc_enable: '3,4' -> '3'" in lines
+    assert "leaf-r0 replace /PORT/Ethernet16/mtu: '9100' -> '9216'" in lines
+    assert "leaf-r0 effect Ethernet8: pfc (3, 4) -> (3,)" in lines
+    assert len([x for x in lines if " effect " not in x]) == 2  # nothing else changes
+    patch = json.loads((out / "switches/leaf-r0/config-patch.json").read_text())
+    assert [op["op"] for op in patch] == ["replace", "replace"]
     eos = (
         (golden / "leaf-r6" / "running-config")
         .read_text()
         .replace("qos map dscp 26 to traffic-class 3", "qos map dscp 26 to traffic-class 1")
     )
     (tmp_path / "eos.txt").write_text(eos)
-    assert (
-        main(["render", "-i", inv, "--switch", "leaf-r6", "--diff", str(tmp_path / "eos.txt")]) == 1
-    )
-    assert "leaf-r6 Ethernet1/1: DSCP 26 -> TC 1 becomes 3" in capsys.readouterr().out
-    same = main(
-        [
-            "render",
-            "-i",
-            inv,
-            "--switch",
-            "leaf-r3",
-            "--diff",
-            str(golden / "leaf-r3" / "startup.yaml"),
-        ]
-    )
-    assert same == 0
+    args[6] = "leaf-r6"
+    assert main([*args, str(tmp_path / "eos.txt")]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert "leaf-r6 + qos map dscp 26 to traffic-class 3" in lines
+    assert "leaf-r6 - qos map dscp 26 to traffic-class 1" in lines
+    assert "leaf-r6 effect Ethernet1/1: DSCP 26 -> TC 1 becomes 3" in lines
+    args[6] = "leaf-r3"
+    assert main([*args, str(golden / "leaf-r3" / "startup.yaml")]) == 0

@@ -194,9 +194,7 @@ def test_random_legal_designs_are_yang_valid(
     )
     cluster = cluster.model_copy(
         update={
-            "fabric": f.model_copy(
-                update={"roce": f.roce.model_copy(update={"pfc_watchdog": wd})}
-            ),
+            "fabric": f.model_copy(update={"roce": f.roce.model_copy(update={"pfc_watchdog": wd})}),
             "switches": switches,
         }
     )

@@ -229,8 +229,8 @@ class Switch(_Frozen):
     def _quoted_release(cls, v: object) -> object:
         if isinstance(v, float | int) and not isinstance(v, bool):
             raise ValueError(
-                f"write the release as a quoted string ('{v}'): YAML reads an unquoted "
-                f"release as a number, and 5.10 becomes 5.1"
+                f'quote the release (e.g. rackops_switch_os_version: "5.10"): YAML read '
+                f"it as the number {v}, and an unquoted 5.10 is the number 5.1"
             )
         return v
 

@@ -12,10 +12,9 @@ import jinja2
 import yaml
 
 from rackops import __version__
-from rackops.diagnostics import Diagnostic
+from rackops.diagnostics import Diagnostic, Level
 from rackops.inventory.model import Cluster
-from rackops.diagnostics import Level
-from rackops.render import sonic
+from rackops.render import diff, nvue, sonic
 from rackops.render.verify import READERS, check_ports
 from rackops.render.view import RenderError, SwitchView, host_view, switch_view
 
@@ -23,7 +22,6 @@ TEMPLATES = Path(__file__).resolve().parent.parent.parent / "templates" / "switc
 # text formats are Jinja templates; data formats (SONiC CONFIG_DB JSON, the NVUE tree) are
 # built as data and serialised (render/sonic.py, render/nvue.py)
 TEMPLATED = {
-    "cumulus": ["startup.yaml", "nv-set.txt"],
     "eos": ["running-config"],
     "mlnx-os": ["partitions.conf"],
 }
@@ -53,6 +51,18 @@ def render_switch(cluster: Cluster, name: str, inventory: str) -> dict[str, str]
     }
     if sw.os == "sonic":
         return _sonic_files(view)
+    if sw.os == "cumulus":
+        t = nvue.tree(view)
+        return {
+            "startup.yaml": nvue.startup_yaml(
+                t,
+                f"{header['line']}\nNVUE startup YAML (Cumulus Linux {view.os_version}): "
+                f"`nv config replace <file>`, then `nv config apply`",
+            ),
+            "nv-set.txt": nvue.nv_set_text(
+                t, f"{header['line']}\nThe same configuration as startup.yaml, as NVUE commands"
+            ),
+        }
     env = _env()
     return {
         f: env.get_template(f"{sw.os}/{f}.j2").render(sw=view, q=view.qos, header=header)
@@ -103,6 +113,38 @@ def verify_switch(cluster: Cluster, name: str, files: dict[str, str]) -> list[Di
     host_mtu = max([cluster.fabric.mtu.host, *(n.qos.mtu for n in cluster.nodes if n.qos.mtu)])
     view = switch_view(cluster, sw)
     return check_ports(sw.name, ports, view.qos, host_mtu, f"{sw.name}/{primary}")
+
+
+RUNNING_SUFFIX = {"sonic": ".json", "cumulus": ".yaml", "eos": ".cfg"}
+
+
+def switch_changes(
+    cluster: Cluster, name: str, files: dict[str, str], running_text: str
+) -> tuple[list[str], dict[str, str]]:
+    """The minimal change from a saved running config to the design: the lines a reader
+    checks, and the files a push applies (SONiC: config-patch.json)."""
+    sw = next(s for s in cluster.switches if s.name == name)
+    ports = list(sw.ports)
+    if sw.os == "sonic":
+        running = json.loads(running_text)
+        if not isinstance(running, dict):
+            raise ValueError("not a CONFIG_DB JSON object")
+        desired = sonic.config_db(switch_view(cluster, sw))
+        for entry in desired["PORT"].values():  # the switch's breakout owns its lanes
+            entry.pop("lanes", None)
+        ops = diff.sonic_patch(running, desired, ports)
+        diff.apply_patch(running, ops)  # raises if the switch lacks a port of the design
+        return diff.describe_patch(ops, running), {
+            "config-patch.json": json.dumps(ops, indent=2) + "\n"
+        }
+    if sw.os == "cumulus":
+        lines = diff.nvue_changes(
+            diff.nvue_running(running_text), nvue.tree(switch_view(cluster, sw)), ports
+        )
+        return lines, {"nv-changes.txt": "\n".join([*lines, "nv config apply"]) + "\n"}
+    if sw.os == "eos":
+        return diff.eos_changes(running_text, files["running-config"], ports), {}
+    raise ValueError(f"{sw.os}: rackops does not diff this network OS")
 
 
 def render_host(cluster: Cluster, node: str) -> str:

@@ -173,7 +173,7 @@ def _buffers(v: SwitchView, names: list[str], lossless: list[int], dynamic: bool
     out["BUFFER_PG"] = pg
     lossy = [i for i in range(8) if i not in lossless]
     out["BUFFER_QUEUE"] = {
-        f"{n}|{key}": {"profile": "egress_lossless_profile"} for n in names for key in [lossless_key]
+        f"{n}|{lossless_key}": {"profile": "egress_lossless_profile"} for n in names
     } | {f"{n}|{r}": {"profile": "q_lossy_profile"} for n in names for r in _ranges(lossy)}
     out["BUFFER_PORT_INGRESS_PROFILE_LIST"] = {
         n: {"profile_list": "ingress_lossless_profile"} for n in names
@@ -184,5 +184,5 @@ def _buffers(v: SwitchView, names: list[str], lossless: list[int], dynamic: bool
     out["CABLE_LENGTH"] = {AZURE: {p.name: f"{p.cable_m}m" for p in v.ports}}
     if dynamic:
         out["DEFAULT_LOSSLESS_BUFFER_PARAMETER"] = {AZURE: {"default_dynamic_th": "0"}}
-        out["LOSSLESS_TRAFFIC_PATTERN"] = {AZURE: {"mtu": "1024", "small_packet_percentage": "100"}}
+        out["LOSSLESS_TRAFFIC_PATTERN"] = {AZURE: {"mtu": "1024", "small_packet_percentage": "50"}}
     return out

@@ -88,10 +88,10 @@ class SonicYang:
         import libyang
 
         self.dir = models
-        self.ctx = libyang.Context(str(models))
+        self.ctx: Any = libyang.Context(str(models))
         self.table_module: dict[str, str] = {}
         for path in sorted(models.glob("*.yang")):
-            mod = self.ctx.load_module(path.stem)
+            mod: Any = self.ctx.load_module(path.stem)
             for top in mod.children():
                 for table in top.children():
                     self.table_module[table.name()] = mod.name()
@@ -160,10 +160,10 @@ class SonicYang:
             lst = next((x for x in lists if len(list(x.keys())) == len(parts)), None)
             if lst is None:
                 raise _Unknown(table, key, "", "key does not match the model's list keys")
-            names = [k.name() for k in lst.keys()]
+            names = [k.name() for k in lst.keys()]  # noqa: SIM118 - libyang SList.keys()
             entry: dict[str, Any] = {}
             inner = [c for c in lst.children() if isinstance(c, SList)]
-            keyleaves = {k.name(): k for k in lst.keys()}
+            keyleaves = {k.name(): k for k in lst.keys()}  # noqa: SIM118
             for n, p in zip(names, parts, strict=True):
                 entry[n] = self._typed(keyleaves[n], p)
             if inner:  # map tables and CABLE_LENGTH: field -> value pairs

@@ -87,7 +87,7 @@ def read_nvue(text: str) -> dict[str, PortConfig]:
     for tc, v in (
         qos.get("congestion-control", {}).get("default-global", {}).get("traffic-class") or {}
     ).items():
-        if v.get("ecn") == "enable":
+        if v.get("ecn") in ("enable", "enabled"):  # Cumulus <= 5.14 / >= 5.15
             ecn_tc, mn, mx = int(tc), int(v["min-threshold"]), int(v["max-threshold"])
     strict = tuple(
         sorted(
@@ -100,7 +100,7 @@ def read_nvue(text: str) -> dict[str, PortConfig]:
     )
     out = {}
     for port, v in (conf.get("interface") or {}).items():
-        wd = bool((v.get("qos") or {}).get("pfc-watchdog", {}).get("state") == "enabled")
+        wd = (v.get("qos") or {}).get("pfc-watchdog", {}).get("state") in ("enable", "enabled")
         out[port] = PortConfig(
             mtu=(v.get("link") or {}).get("mtu"),
             trust_dscp=trust,

@@ -5,7 +5,7 @@ from one computation."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rackops.errors import RackopsError
 from rackops.inventory.model import Cluster, Switch, SwitchBuffers
@@ -60,7 +60,7 @@ class SwitchView:
     qos: QosView | None
     ib_mtu: int | None
     os_version: str | None = None
-    buffers: SwitchBuffers = SwitchBuffers()
+    buffers: SwitchBuffers = field(default_factory=SwitchBuffers)
 
 
 @dataclass(frozen=True)
