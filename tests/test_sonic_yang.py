@@ -200,3 +200,143 @@ def test_random_legal_designs_are_yang_valid(
     )
     for name in _sonic(cluster):
         assert yang.problems(name, _db(cluster, name)) == []
+
+
+def _running_base() -> dict[str, Any]:
+    """A SONiC switch as it boots before rackops: PORT entries shaped as sonic-config-engine
+    renders them from a platform's port_config.ini (sample_output/t1-smartswitch.json:
+    admin_status, alias, lanes, mtu 9100, speed), a fifth port outside the design, and the
+    stock lossless QoS of qos_config.j2 / buffers_config.j2 (AZURE maps, PFC on 3-4, BUFFER_PG
+    |3-4 NULL in the dynamic model)."""
+    ports = ["Ethernet0", "Ethernet8", "Ethernet16", "Ethernet24", "Ethernet32"]
+    port = {
+        p: {
+            "admin_status": "up",
+            "alias": f"etp{i + 1}",
+            "index": str(i + 1),
+            "lanes": ",".join(str(8 * i + k) for k in range(8)),
+            "mtu": "9100",
+            "speed": "400000",
+        }
+        for i, p in enumerate(ports)
+    }
+    azure_dscp = {str(d): "1" for d in range(64)} | {"3": "3", "4": "4", "8": "0", "46": "5"}
+    return {
+        "DEVICE_METADATA": {
+            "localhost": {"hostname": "sonic", "buffer_model": "dynamic", "hwsku": "ACS-MSN4700"}
+        },
+        "PORT": port,
+        "DSCP_TO_TC_MAP": {"AZURE": azure_dscp},
+        "TC_TO_QUEUE_MAP": {"AZURE": {str(t): str(t) for t in range(8)}},
+        "BUFFER_POOL": {
+            "ingress_lossless_pool": {"type": "ingress", "mode": "dynamic"},
+            "egress_lossless_pool": {"type": "egress", "mode": "dynamic", "size": "60817392"},
+            "egress_lossy_pool": {"type": "egress", "mode": "dynamic"},
+        },
+        "BUFFER_PROFILE": {
+            "ingress_lossy_profile": {
+                "pool": "ingress_lossless_pool",
+                "size": "0",
+                "dynamic_th": "3",
+            },
+            "egress_lossless_profile": {
+                "pool": "egress_lossless_pool",
+                "size": "0",
+                "dynamic_th": "7",
+            },
+            "q_lossy_profile": {"pool": "egress_lossy_pool", "size": "0", "dynamic_th": "3"},
+        },
+        "BUFFER_PG": {f"{p}|3-4": {"profile": "NULL"} for p in ports}
+        | {f"{p}|0": {"profile": "ingress_lossy_profile"} for p in ports},
+        "PORT_QOS_MAP": {
+            p: {"dscp_to_tc_map": "AZURE", "tc_to_queue_map": "AZURE", "pfc_enable": "3,4"}
+            for p in ports
+        },
+    }
+
+
+def _patched(cluster: Any, name: str, base: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+    from rackops.render import switch_changes
+
+    files = render_switch(cluster, name, "test")
+    _, push = switch_changes(cluster, name, files, json.dumps(base))
+    ops = json.loads(push["config-patch.json"])
+    from rackops.render.diff import apply_patch
+
+    return ops, apply_patch(base, ops)
+
+
+def test_the_patch_applied_to_a_running_switch_is_yang_valid_and_idempotent(
+    yang: sy.SonicYang,
+) -> None:
+    base = _running_base()
+    assert yang.problems("leaf-r0", base) == []  # the base itself is a valid switch
+    ops, after = _patched(ROCE, "leaf-r0", base)
+    assert yang.problems("leaf-r0", after) == []
+    assert not any(op["path"].startswith("/BUFFER_POOL") for op in ops)  # GCU refuses those
+    # the switch keeps what rackops does not own
+    assert after["PORT"]["Ethernet0"]["lanes"] == base["PORT"]["Ethernet0"]["lanes"]
+    assert after["PORT"]["Ethernet0"]["alias"] == "etp1"
+    assert after["PORT"]["Ethernet32"] == base["PORT"]["Ethernet32"]
+    assert after["BUFFER_PG"]["Ethernet32|3-4"] == {"profile": "NULL"}
+    assert after["DSCP_TO_TC_MAP"]["AZURE"] == base["DSCP_TO_TC_MAP"]["AZURE"]
+    # and takes the design on the design's ports, stale stock entries gone
+    assert "Ethernet0|3-4" not in after["BUFFER_PG"]
+    assert after["BUFFER_PG"]["Ethernet0|3"] == {"profile": "NULL"}
+    assert after["PORT_QOS_MAP"]["Ethernet8"]["pfc_enable"] == "3"
+    assert after["PORT"]["Ethernet16"]["mtu"] == "9216"
+    again, _ = _patched(ROCE, "leaf-r0", after)
+    assert again == []  # a second push changes nothing
+
+
+def test_a_patch_for_a_port_the_switch_lacks_is_refused() -> None:
+    from rackops.render import switch_changes
+
+    base = _running_base()
+    del base["PORT"]["Ethernet24"]
+    base["PORT_QOS_MAP"].pop("Ethernet24")
+    files = render_switch(ROCE, "leaf-r0", "test")
+    with pytest.raises(ValueError, match="Ethernet24"):
+        switch_changes(ROCE, "leaf-r0", files, json.dumps(base))
+
+
+def test_a_design_change_is_a_minimal_diff_on_every_os() -> None:
+    from rackops.render import switch_changes
+
+    f = ROCE.fabric
+    assert f.roce is not None
+    changed = ROCE.model_copy(
+        update={
+            "fabric": f.model_copy(
+                update={
+                    "roce": f.roce.model_copy(
+                        update={
+                            "ecn": f.roce.ecn.model_copy(update={"min_threshold_bytes": 200_000})
+                        }
+                    )
+                }
+            )
+        }
+    )
+    for name, running_file, want in (
+        (
+            "leaf-r0",
+            "config_db.json",
+            ["replace /WRED_PROFILE/ROCE_LOSSLESS/green_min_threshold: '150000' -> '200000'"],
+        ),
+        (
+            "leaf-r3",
+            "startup.yaml",
+            ["nv set qos congestion-control default-global traffic-class 3 min-threshold 200000"],
+        ),
+        ("leaf-r6", "running-config", None),
+    ):
+        running = ROOT / "tests/golden/render/example-roce/switches" / name / running_file
+        files = render_switch(changed, name, "test")
+        lines, _ = switch_changes(changed, name, files, running.read_text())
+        if want is not None:
+            assert lines == want, name
+        else:
+            assert len(lines) == 2 and lines[0].startswith("+ ") and lines[1].startswith("- ")
+            assert "minimum-threshold 200000 bytes" in lines[0]
+            assert "minimum-threshold 150000 bytes" in lines[1]

@@ -141,7 +141,7 @@ def switch_changes(
         lines = diff.nvue_changes(
             diff.nvue_running(running_text), nvue.tree(switch_view(cluster, sw)), ports
         )
-        return lines, {"nv-changes.txt": "\n".join([*lines, "nv config apply"]) + "\n"}
+        return lines, {"nv-changes.txt": "\n".join([*lines, "nv config apply -y"]) + "\n"}
     if sw.os == "eos":
         return diff.eos_changes(running_text, files["running-config"], ports), {}
     raise ValueError(f"{sw.os}: rackops does not diff this network OS")

@@ -44,6 +44,12 @@ def sonic_patch(
             continue
         for key, fields in rows.items():
             cur = have.get(key)
+            if cur is None and table == "PORT":
+                raise ValueError(
+                    f"port {key} of the design is not in the switch's PORT table "
+                    f"(it has {', '.join(sorted(have)) or 'none'}): fix rackops_switch_ports, "
+                    f"or the switch's breakout; a patch does not create ports"
+                )
             if cur is None:
                 ops.append({"op": "add", "path": _ptr(table, key), "value": fields})
             elif table == "BUFFER_PROFILE" or _whole(table):
