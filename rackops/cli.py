@@ -216,6 +216,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_render(args: argparse.Namespace) -> int:
+    from rackops.diagnostics import Level
     from rackops.inventory import load_inventory
     from rackops.render import render_all
 
@@ -231,11 +232,13 @@ def _cmd_render(args: argparse.Namespace) -> int:
         print(d.human())
     for d in render_notes_all(cluster, args.switch):
         print(d.human(), file=sys.stderr)
+    errors = [d for d in problems if d.level is Level.ERROR]
     print(
-        f"rendered {len(written)} files into {out}; {len(problems)} problem(s) on read-back",
+        f"rendered {len(written)} files into {out}; {len(errors)} problem(s) and "
+        f"{len(problems) - len(errors)} warning(s) on read-back",
         file=sys.stderr,
     )
-    if problems:
+    if errors:
         return ExitCode.ERRORS
     if args.diff:
         return _render_diff(cluster, args, out)

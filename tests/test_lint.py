@@ -238,6 +238,13 @@ CASES = [
         ("leaf-r6", "dwrr", "strict"),
     ),
     Case(
+        "C-04",
+        "example-roce",
+        design("rackops_fabric.roce.trust", "pcp"),
+        "C-04",
+        ("trust pcp", "expected dscp", "rackops_fabric.roce.trust"),
+    ),
+    Case(
         "C-09",
         "example-roce",
         hv("node01", "rackops_host_qos", {"cnp_dscp": 4}),
@@ -457,13 +464,24 @@ def test_ini_inventory_reads_like_yaml(roce: Rack) -> None:
                 ),
                 "[sonic:vars]",
                 "rackops_switch_ports=['Ethernet0','Ethernet8','Ethernet16','Ethernet24']",
+                'rackops_switch_os_version="202405"',
+                "rackops_switch_buffers={'model': 'dynamic'}",
+                "rackops_switch_port_lanes={"
+                + ",".join(
+                    f"'Ethernet{8 * i}': '{','.join(str(8 * i + k) for k in range(8))}'"
+                    for i in range(4)
+                )
+                + "}",
                 "[cumulus]",
                 *(
                     f"leaf-r{i} ansible_host=203.0.113.2{i} rackops_switch_rail={i}"
+                    # inline INI values lose one level of quotes (ansible's shlex split)
+                    + (" rackops_switch_os_version='\"5.15\"'" if i == 5 else "")
                     for i in range(3, 6)
                 ),
                 "[cumulus:vars]",
                 "rackops_switch_ports=['swp1','swp2','swp3','swp4']",
+                'rackops_switch_os_version="5.14"',
                 "[eos]",
                 *(
                     f"leaf-r{i} ansible_host=203.0.113.2{i} rackops_switch_rail={i}"
@@ -471,6 +489,7 @@ def test_ini_inventory_reads_like_yaml(roce: Rack) -> None:
                 ),
                 "[eos:vars]",
                 "rackops_switch_mtu=9214",
+                'rackops_switch_os_version="4.32.2F"',
                 "rackops_switch_ports=['Ethernet1/1','Ethernet2/1','Ethernet3/1','Ethernet4/1']",
                 "[switches:children]",
                 "sonic",

@@ -214,13 +214,13 @@ def test_pfc_on_cnp_and_small_mtu_are_refused(roce: Rack) -> None:
     roce.set("group_vars/all/fabric.yml", "rackops_fabric.roce.pfc_priorities", [3, 6])
     result = load_inventory(roce.path)
     assert result.cluster is not None
-    with pytest.raises(RenderError, match="PFC on the CNP priority 6"):
+    with pytest.raises(RenderError, match="C-14 PFC is enabled on the CNP priority 6"):
         render_switch(result.cluster, "leaf-r0", "x")
     roce.set("group_vars/all/fabric.yml", "rackops_fabric.roce.pfc_priorities", [3])
     roce.hostvar("leaf-r3", "rackops_switch_mtu", 9000)
     result = load_inventory(roce.path)
     assert result.cluster is not None
-    with pytest.raises(RenderError, match=r"MTU 9000 < host MTU \+ L2 headers = 9018"):
+    with pytest.raises(RenderError, match=r"C-22 switch MTU 9000 < host MTU \+ L2 headers = 9018"):
         render_switch(result.cluster, "leaf-r3", "x")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rackops.consistency import HostQos, Intent, check_host
 from rackops.findings import Finding, Status, Subject
 from rackops.inventory.model import Hca, RoceQos
 from rackops.parsers.mlnx_qos import MlnxQos
@@ -16,67 +17,14 @@ GDR_OK = ("PIX", "PXB")
 
 
 def check_mlnx_qos(parsed: MlnxQos, roce: RoceQos, *, subject: Subject) -> list[Finding]:
-    out = []
-    if parsed.trust != roce.trust:
-        out.append(
-            Finding(
-                "C-04",
-                Status.FAIL,
-                subject,
-                f"priority trust {parsed.trust}, expected {roce.trust}",
-                parsed.trust,
-                roce.trust,
-                None,
-                f"mlnx_qos -i <netdev> --trust {roce.trust}; persist in the boot unit",
-            )
-        )
-    want = ",".join("1" if p in roce.pfc_priorities else "0" for p in range(8))
+    """The §10 host rules (rackops.consistency: C-04, C-05, C-12, C-14) on live mlnx_qos."""
+    view = HostQos(parsed.trust, tuple(parsed.pfc_priorities), dict(parsed.dscp2prio))
+    intent = Intent(roce, 0, False)
+    out = [
+        Finding(v.code, Status.FAIL, subject, v.message, v.got, v.want, None, v.fix)
+        for v in check_host(intent, view)
+    ]
     got = ",".join(str(v) for v in parsed.pfc_enabled)
-    if roce.cnp_priority in parsed.pfc_priorities:
-        out.append(
-            Finding(
-                "C-14",
-                Status.FAIL,
-                subject,
-                f"PFC is on the CNP priority {roce.cnp_priority} ({got})",
-                got,
-                want,
-                None,
-                f"mlnx_qos -i <netdev> --pfc {want}",
-            )
-        )
-    elif parsed.pfc_priorities != tuple(roce.pfc_priorities):
-        out.append(
-            Finding(
-                "C-12",
-                Status.FAIL,
-                subject,
-                f"PFC vector {got}, expected {want}",
-                got,
-                want,
-                None,
-                f"mlnx_qos -i <netdev> --pfc {want}",
-            )
-        )
-    if parsed.trust == "dscp":
-        for dscp, prio, what in (
-            (roce.dscp, roce.priority, "RoCE"),
-            (roce.cnp_dscp, roce.cnp_priority, "CNP"),
-        ):
-            got_prio = parsed.dscp2prio.get(dscp, dscp >> 3)
-            if got_prio != prio:
-                out.append(
-                    Finding(
-                        "C-05",
-                        Status.FAIL,
-                        subject,
-                        f"{what} DSCP {dscp} maps to priority {got_prio}, expected {prio}",
-                        got_prio,
-                        prio,
-                        None,
-                        f"mlnx_qos -i <netdev> --dscp2prio set,{dscp},{prio}",
-                    )
-                )
     return out or [
         Finding(
             "QOS-OK",

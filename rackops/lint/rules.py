@@ -11,13 +11,21 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from rackops.consistency import (
+    HOST_RULES,
+    PORT_RULES,
+    Intent,
+    Violation,
+    check_host,
+    design_host,
+    design_port,
+    nccl_tc_violation,
+)
 from rackops.diagnostics import Diagnostic, Level
 from rackops.inventory.loader import LoadResult, display_path
-from rackops.inventory.model import Cluster, Node, RoceQos, Switch
+from rackops.inventory.model import Cluster, Node, RoceQos, Switch, SwitchQos
 from rackops.profiles import peak_violations
 
-L2_HEADER_BYTES = 18  # Ethernet header + FCS (C-22)
-VLAN_TAG_BYTES = 4
 ROCE_MIN_NETDEV_MTU = 4192  # smallest netdev MTU that gives RoCE active_mtu 4096 (C-23)
 IPOIB_HEADER_BYTES = 4  # IPoIB datagram MTU = IB MTU - 4 (C-24)
 
@@ -321,46 +329,8 @@ def _roce(ctx: Context) -> RoceQos | None:
     return ctx.cluster.fabric.roce if ctx.cluster.fabric.type == "roce" else None
 
 
-def host_dscp2prio(node: Node, dscp: int) -> int:
-    """NIC default is DSCP >> 3 (config.md §2.2), unless the host overrides it."""
-    return node.qos.dscp2prio.get(dscp, dscp >> 3)
-
-
-def switch_dscp_to_tc(sw: Switch, roce: RoceQos, dscp: int) -> int:
-    """rackops templates map the RoCE and CNP DSCPs to their priorities, the rest to 0."""
-    if dscp in sw.qos.dscp_to_tc:
-        return sw.qos.dscp_to_tc[dscp]
-    return {roce.dscp: roce.priority, roce.cnp_dscp: roce.cnp_priority}.get(dscp, 0)
-
-
 def _qos_switches(ctx: Context) -> list[Switch]:
     return [s for s in ctx.cluster.switches if s.os != "mlnx-os"]
-
-
-def _tc_problem(tc: int | None, roce: RoceQos) -> tuple[str, Level, str] | None:
-    want = roce.dscp << 2 | 0b10
-    if not tc:
-        return (
-            "C-01",
-            E,
-            f"NCCL_IB_TC is {'unset' if tc is None else 0}; NCCL then sends RoCE with DSCP 0 "
-            f"(lossy) — set nccl_ib_tc to {want} (DSCP {roce.dscp} << 2 | ECT(0))",
-        )
-    if tc >> 2 != roce.dscp:
-        return (
-            "C-01",
-            E,
-            f"NCCL_IB_TC {tc} carries DSCP {tc >> 2}, expected the RoCE DSCP {roce.dscp}; "
-            f"set it to {want}",
-        )
-    if tc & 0b11 != 0b10:
-        return (
-            "C-02",
-            W,
-            f"NCCL_IB_TC {tc} has ECN bits {tc & 0b11:02b}, expected 10 (ECT(0)) for DCQCN; "
-            f"use {want}",
-        )
-    return None
 
 
 @rule("C-01", "NCCL_IB_TC >> 2 equals the RoCE DSCP")
@@ -368,97 +338,22 @@ def nccl_tc(ctx: Context) -> Iterator[Diagnostic]:
     roce = _roce(ctx)
     if roce is None:
         return
-    problem = _tc_problem(roce.nccl_ib_tc, roce)
-    if problem is not None:
-        code, level, msg = problem
-        yield ctx.design(code, level, msg, "rackops_fabric", "roce", "nccl_ib_tc")
+    v = nccl_tc_violation(roce, roce.nccl_ib_tc)
+    if v is not None:
+        yield ctx.design(
+            v.code,
+            LEVEL[v.severity],
+            f"{v.message} — {v.fix}",
+            "rackops_fabric",
+            "roce",
+            "nccl_ib_tc",
+        )
     for node in ctx.cluster.nodes:
         if node.qos.nccl_ib_tc is None:
             continue
-        problem = _tc_problem(node.qos.nccl_ib_tc, roce)
-        if problem is not None:
-            code, level, msg = problem
-            yield ctx.at(
-                code, level, f"{node.name}: {msg}", node.name, "rackops_host_qos", "nccl_ib_tc"
-            )
-
-
-@rule("C-05", "host DSCP→priority sends RoCE and CNP DSCPs to their priorities")
-def host_dscp_map(ctx: Context) -> Iterator[Diagnostic]:
-    roce = _roce(ctx)
-    if roce is None:
-        return
-    for node in ctx.cluster.nodes:
-        for dscp, want, what in (
-            (roce.dscp, roce.priority, "RoCE"),
-            (roce.cnp_dscp, roce.cnp_priority, "CNP"),
-        ):
-            got = host_dscp2prio(node, dscp)
-            if got != want:
-                yield ctx.at(
-                    "C-05",
-                    E,
-                    f"{node.name}: host dscp2prio maps {what} DSCP {dscp} to priority "
-                    f"{got}, expected {want}; fix rackops_host_qos.dscp2prio "
-                    f"(mlnx_qos --dscp2prio set,{dscp},{want})",
-                    node.name,
-                    "rackops_host_qos",
-                    "dscp2prio",
-                    dscp,
-                )
-
-
-@rule("C-07", "every switch maps the RoCE DSCP to the lossless traffic class")
-def switch_roce_class(ctx: Context) -> Iterator[Diagnostic]:
-    roce = _roce(ctx)
-    if roce is None:
-        return
-    for sw in _qos_switches(ctx):
-        tc = switch_dscp_to_tc(sw, roce, roce.dscp)
-        if tc != roce.priority:
-            yield ctx.at(
-                "C-07",
-                E,
-                f"{sw.name}: DSCP {roce.dscp} maps to TC {tc}, expected the lossless "
-                f"TC {roce.priority}; RoCE would be lossy — fix "
-                f"rackops_switch_qos.dscp_to_tc",
-                sw.name,
-                "rackops_switch_qos",
-                "dscp_to_tc",
-                roce.dscp,
-            )
-
-
-@rule("C-08", "CNP DSCP maps to one strict-priority class on every switch")
-def switch_cnp_class(ctx: Context) -> Iterator[Diagnostic]:
-    roce = _roce(ctx)
-    if roce is None:
-        return
-    for sw in _qos_switches(ctx):
-        tc = switch_dscp_to_tc(sw, roce, roce.cnp_dscp)
-        if tc != roce.cnp_priority:
-            yield ctx.at(
-                "C-08",
-                E,
-                f"{sw.name}: CNP DSCP {roce.cnp_dscp} maps to TC {tc}, expected TC "
-                f"{roce.cnp_priority} as on the other switches; fix "
-                f"rackops_switch_qos.dscp_to_tc",
-                sw.name,
-                "rackops_switch_qos",
-                "dscp_to_tc",
-                roce.cnp_dscp,
-            )
-        if sw.qos.cnp_scheduler not in (None, "strict"):
-            yield ctx.at(
-                "C-08",
-                E,
-                f"{sw.name}: the CNP queue {roce.cnp_priority} is scheduled "
-                f"{sw.qos.cnp_scheduler}, expected strict; CNPs must not wait behind "
-                f"data — remove the override",
-                sw.name,
-                "rackops_switch_qos",
-                "cnp_scheduler",
-            )
+        v = nccl_tc_violation(roce, node.qos.nccl_ib_tc)
+        if v is not None:
+            yield _diag(ctx, v, node.name, node.name, ("rackops_host_qos", "nccl_ib_tc"))
 
 
 @rule("C-09", "the host CNP DSCP equals the switch CNP classifier DSCP")
@@ -480,113 +375,101 @@ def cnp_dscp(ctx: Context) -> Iterator[Diagnostic]:
             )
 
 
-def _pfc_findings(
-    ctx: Context, roce: RoceQos, code: str, subject: str, pfc: tuple[int, ...], key: tuple[Any, ...]
-) -> Iterator[Diagnostic]:
-    where = "host" if code == "C-12" else "switch"
-    if roce.cnp_priority in pfc:
-        yield ctx.at(
-            "C-14",
-            E,
-            f"{subject}: PFC is enabled on the CNP priority {roce.cnp_priority} "
-            f"({where} PFC set {list(pfc)}); CNP is strict and lossy and must never be "
-            f"paused — remove {roce.cnp_priority}",
-            subject,
-            *key,
-        )
-    rest = tuple(p for p in pfc if p != roce.cnp_priority)
-    if rest != (roce.priority,):
-        vector = ",".join("1" if p == roce.priority else "0" for p in range(8))
-        yield ctx.at(
-            code,
-            E,
-            f"{subject}: {where} PFC is on priorities {list(pfc)}, expected exactly "
-            f"[{roce.priority}] (the RoCE priority; vector {vector})",
-            subject,
-            *key,
-        )
+def _switch_key(sw: Switch, where: tuple[str | int, ...]) -> tuple[Any, ...]:
+    if where[:1] == ("mtu",):
+        return ("rackops_switch_mtu",) if sw.mtu else ("rackops_fabric", "mtu", "switch")
+    return ("rackops_switch_qos", *where)
 
 
-@rule("C-12", "every host enables PFC on exactly the RoCE priority")
-def host_pfc(ctx: Context) -> Iterator[Diagnostic]:
+DESIGN_KEY = {
+    "pfc_priorities": ("rackops_fabric", "roce", "pfc_priorities"),
+    "mtu": ("rackops_fabric", "mtu", "switch"),
+    "dscp2prio": ("rackops_fabric", "roce"),
+    "trust": ("rackops_fabric", "roce", "trust"),
+    "dscp_to_tc": ("rackops_fabric", "roce"),
+}
+DESIGN_ONLY_KEY = {"C-16": ("rackops_fabric", "roce", "pfc_watchdog", "enabled")}
+LEVEL = {"error": E, "warning": W}
+
+
+def _diag(
+    ctx: Context, v: Violation, subject: str, host: str | None, key: tuple[Any, ...]
+) -> Diagnostic:
+    return ctx.at(v.code, LEVEL[v.severity], f"{subject}: {v.message} — {v.fix}", host, *key)
+
+
+def _design_key(v: Violation) -> tuple[Any, ...]:
+    if v.code in DESIGN_ONLY_KEY:
+        return DESIGN_ONLY_KEY[v.code]
+    return DESIGN_KEY.get(str(v.where[0]) if v.where else "", ("rackops_fabric", "roce"))
+
+
+def _switch_violations(ctx: Context, code: str) -> Iterator[Diagnostic]:
+    """A port rule over the designed ports: what the design itself gets wrong is reported
+    once on the design, what a switch's own settings add, on that switch."""
+    switches = _qos_switches(ctx)
+    if not switches:
+        return
+    intent = Intent.of(ctx.cluster)
+    fn = next(f for r, f in PORT_RULES if r.code == code)
+    plain = switches[0].model_copy(update={"qos": SwitchQos(), "mtu": None})
+    designed = fn(intent, design_port(ctx.cluster, plain))
+    if not (code in ("C-13",) and _design_violations(ctx)):  # C-12 names the design's PFC
+        for v in designed:
+            yield ctx.design(
+                v.code, LEVEL[v.severity], f"design: {v.message} — {v.fix}", *_design_key(v)
+            )
+    seen = {(v.code, v.message) for v in designed}
+    for sw in switches:
+        for v in fn(intent, design_port(ctx.cluster, sw)):
+            if (v.code, v.message) not in seen:
+                yield _diag(ctx, v, sw.name, sw.name, _switch_key(sw, v.where))
+
+
+def _design_violations(ctx: Context) -> list[Violation]:
+    roce = _roce(ctx)
+    if roce is None:
+        return []
+    return check_host(Intent.of(ctx.cluster), design_host(None, roce))
+
+
+def _host_violations(ctx: Context, code: str) -> Iterator[Diagnostic]:
+    """A host rule over the designed hosts: the design once, then each host's overrides."""
     roce = _roce(ctx)
     if roce is None:
         return
-    design = roce.pfc_priorities
+    intent = Intent.of(ctx.cluster)
+    fn = next(f for r, f in HOST_RULES if r.code == code)
+    designed = fn(intent, design_host(None, roce))
+    for v in designed:
+        yield ctx.design(
+            v.code, LEVEL[v.severity], f"design: {v.message} — {v.fix}", *_design_key(v)
+        )
+    seen = {(v.code, v.message) for v in designed}
     for node in ctx.cluster.nodes:
-        if node.qos.pfc_priorities is not None:
-            yield from _pfc_findings(
-                ctx,
-                roce,
-                "C-12",
-                node.name,
-                node.qos.pfc_priorities,
-                ("rackops_host_qos", "pfc_priorities"),
-            )
-    if design != (roce.priority,) or roce.cnp_priority in design:
-        yield from _pfc_findings(
-            ctx, roce, "C-12", "design", design, ("rackops_fabric", "roce", "pfc_priorities")
-        )
+        for v in fn(intent, design_host(node, roce)):
+            if (v.code, v.message) not in seen:
+                yield _diag(ctx, v, node.name, node.name, ("rackops_host_qos", *v.where))
 
 
-@rule("C-13", "every switch port enables PFC on exactly the RoCE priority")
-def switch_pfc(ctx: Context) -> Iterator[Diagnostic]:
-    roce = _roce(ctx)
-    if roce is None:
-        return
-    for sw in _qos_switches(ctx):
-        if sw.qos.pfc_priorities is not None:
-            yield from _pfc_findings(
-                ctx,
-                roce,
-                "C-13",
-                sw.name,
-                sw.qos.pfc_priorities,
-                ("rackops_switch_qos", "pfc_priorities"),
-            )
+def _register_shared() -> None:
+    """Every §10 rule of rackops.consistency is a lint rule over the designed views."""
+    for r, _ in PORT_RULES:
+        if r.code in ("C-06", "C-17", "C-18", "SCH001"):
+            continue  # no inventory setting can break these: checked on rendered/running configs
 
+        def check(ctx: Context, code: str = r.code) -> Iterator[Diagnostic]:
+            if ctx.cluster.fabric.type != "roce":
+                return iter(())
+            return _switch_violations(ctx, code)
 
-@rule("C-16", "a PFC watchdog runs wherever PFC is on")
-def pfc_watchdog(ctx: Context) -> Iterator[Diagnostic]:
-    roce = _roce(ctx)
-    if roce is None or roce.pfc_watchdog.enabled:
-        return
-    yield ctx.design(
-        "C-16",
-        W,
-        "the PFC watchdog is disabled while PFC is on; a stuck receiver can then "
-        "pause the fabric indefinitely — set pfc_watchdog.enabled: true",
-        "rackops_fabric",
-        "roce",
-        "pfc_watchdog",
-        "enabled",
-    )
+        RULES.append(Rule(r.code, r.summary, check))
+    for r, _ in HOST_RULES:
 
+        def hcheck(ctx: Context, code: str = r.code) -> Iterator[Diagnostic]:
+            return _host_violations(ctx, code)
 
-# --------------------------------------------------------------------- MTU
-
-
-@rule("C-22", "switch MTU ≥ host MTU + L2 headers on every switch")
-def switch_mtu(ctx: Context) -> Iterator[Diagnostic]:
-    fabric = ctx.cluster.fabric
-    if fabric.type != "roce":
-        return
-    overhead = L2_HEADER_BYTES + (VLAN_TAG_BYTES if fabric.mtu.vlan_tagged else 0)
-    host_mtu = max([fabric.mtu.host, *(n.qos.mtu for n in ctx.cluster.nodes if n.qos.mtu)])
-    need = host_mtu + overhead
-    for sw in _qos_switches(ctx):
-        mtu = sw.mtu or fabric.mtu.switch
-        if mtu < need:
-            key = ("rackops_switch_mtu",) if sw.mtu else ("rackops_fabric", "mtu", "switch")
-            yield ctx.at(
-                "C-22",
-                E,
-                f"{sw.name}: switch MTU {mtu} is below host MTU {host_mtu} + {overhead} "
-                f"bytes of L2 header = {need}; jumbo RoCE frames would be dropped — "
-                f"raise it to at least {need} (9216 is usual)",
-                sw.name,
-                *key,
-            )
+        RULES.append(Rule(r.code, r.summary, hcheck))
 
 
 @rule("C-23", "all RoCE hosts share one netdev MTU ≥ 4192")
@@ -676,6 +559,8 @@ def fabric_manager(ctx: Context) -> Iterator[Diagnostic]:
         )
 
 
+_register_shared()
+
 # ------------------------------------------------------------ rendered configs
 
 
@@ -689,7 +574,9 @@ def rendered_configs(ctx: Context) -> Iterator[Diagnostic]:
             files = render_switch(ctx.cluster, sw.name, str(ctx.result.inventory))
         except RenderError:
             return  # the design rules above already name why it cannot render
-        problems = verify_switch(ctx.cluster, sw.name, files)
+        problems = [
+            d for d in verify_switch(ctx.cluster, sw.name, files) if d.level is Level.ERROR
+        ]  # warnings on rendered files repeat the design's warnings above
         if problems:
             detail = "; ".join(f"{d.code} {d.message}" for d in problems[:3])
             more = f" (+{len(problems) - 3} more)" if len(problems) > 3 else ""
@@ -735,7 +622,7 @@ OTHER_CODES = {
     "INV001": "every variable matches the schema (type, range, required keys)",
     "INV002": "every node names a known hardware profile",
     "INV005": "the fabric design and pinned versions are the same for every host",
-    "C-02": "NCCL_IB_TC carries ECT(0) in its ECN bits (raised by C-01)",
+    "C-02": "NCCL_IB_TC carries ECT(0) in its ECN bits (raised by C-01)",  # consistency.ECT
     "C-14": "the CNP priority is in no PFC set (raised by C-12/C-13)",
 }
 

@@ -12,6 +12,7 @@ import jinja2
 import yaml
 
 from rackops import __version__
+from rackops.consistency import Intent
 from rackops.diagnostics import Diagnostic, Level
 from rackops.inventory.model import Cluster
 from rackops.render import diff, nvue, sonic
@@ -110,9 +111,7 @@ def verify_switch(cluster: Cluster, name: str, files: dict[str, str]) -> list[Di
     if primary is None:
         return []
     ports = READERS[sw.os](files[primary])
-    host_mtu = max([cluster.fabric.mtu.host, *(n.qos.mtu for n in cluster.nodes if n.qos.mtu)])
-    view = switch_view(cluster, sw)
-    return check_ports(sw.name, ports, view.qos, host_mtu, f"{sw.name}/{primary}")
+    return check_ports(sw.name, ports, Intent.of(cluster), f"{sw.name}/{primary}")
 
 
 RUNNING_SUFFIX = {"sonic": ".json", "cumulus": ".yaml", "eos": ".cfg"}

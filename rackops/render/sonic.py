@@ -59,13 +59,14 @@ def config_db(v: SwitchView) -> dict[str, Any]:
     names = [p.name for p in v.ports]
     lossless = sorted(q.pfc_priorities)  # priority == TC == queue == PG (identity maps)
     be = next(t for t in range(8) if t not in (q.roce_tc, q.cnp_tc))
+    lossy_pg = next(t for t in range(8) if t not in lossless)  # PG 0 unless 0 is lossless
     dynamic = v.buffers.model == "dynamic"
     meta["buffer_model"] = v.buffers.model
     meta["default_pfcwd_status"] = "enable" if q.watchdog else "disable"
 
     db["DSCP_TO_TC_MAP"] = {MAP: {str(d): str(tc) for d, tc in enumerate(q.dscp_to_tc)}}
     db["TC_TO_PRIORITY_GROUP_MAP"] = {
-        MAP: {str(tc): str(tc if tc in lossless else 0) for tc in range(8)}
+        MAP: {str(tc): str(tc if tc in lossless else lossy_pg) for tc in range(8)}
     }
     db["TC_TO_QUEUE_MAP"] = {MAP: {str(tc): str(tc) for tc in range(8)}}
     db["MAP_PFC_PRIORITY_TO_QUEUE"] = {MAP: {str(p): str(p) for p in range(8)}}
@@ -103,7 +104,7 @@ def config_db(v: SwitchView) -> dict[str, Any]:
         queue[f"{n}|{q.cnp_tc}"] = {"scheduler": "cnp_strict"}
         queue[f"{n}|{be}"] = {"scheduler": "be_dwrr"}
     db["QUEUE"] = queue
-    db.update(_buffers(v, names, lossless, dynamic))
+    db.update(_buffers(v, names, lossless, lossy_pg, dynamic))
     if q.watchdog:
         poll = min(q.watchdog_detect_ms, q.watchdog_restore_ms, 1000)
         db["PFC_WD"] = {"GLOBAL": {"POLL_INTERVAL": str(poll)}} | {
@@ -117,7 +118,9 @@ def config_db(v: SwitchView) -> dict[str, Any]:
     return db
 
 
-def _buffers(v: SwitchView, names: list[str], lossless: list[int], dynamic: bool) -> dict[str, Any]:
+def _buffers(
+    v: SwitchView, names: list[str], lossless: list[int], lossy_pg: int, dynamic: bool
+) -> dict[str, Any]:
     """Pools, profiles and their per-port bindings. Dynamic model: pools without sizes,
     lossless PGs bound to NULL so that buffermgrd computes headroom from speed, cable length
     (CABLE_LENGTH) and MTU, steered by DEFAULT_LOSSLESS_BUFFER_PARAMETER and
@@ -168,7 +171,7 @@ def _buffers(v: SwitchView, names: list[str], lossless: list[int], dynamic: bool
                 "dynamic_th": str(h.dynamic_th),
             }
             pg[f"{p.name}|{lossless_key}"] = {"profile": name}
-        pg[f"{p.name}|0"] = {"profile": "ingress_lossy_profile"}
+        pg[f"{p.name}|{lossy_pg}"] = {"profile": "ingress_lossy_profile"}
     out["BUFFER_PROFILE"] = profiles
     out["BUFFER_PG"] = pg
     lossy = [i for i in range(8) if i not in lossless]

@@ -6,26 +6,14 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
+from rackops.consistency import Intent, PortQos, check_port
 from rackops.diagnostics import Diagnostic, Level
-from rackops.render.view import L2_HEADER_BYTES, QosView
 
-
-@dataclass
-class PortConfig:
-    mtu: int | None = None
-    trust_dscp: bool = False
-    dscp_to_tc: dict[int, int] = field(default_factory=dict)
-    pfc: tuple[int, ...] = ()
-    ecn_queue: int | None = None
-    ecn_min: int | None = None
-    ecn_max: int | None = None
-    strict_queues: tuple[int, ...] = ()
-    watchdog: bool = False
+PortConfig = PortQos  # the normalised port view every reader fills
 
 
 def read_sonic(text: str) -> dict[str, PortConfig]:
@@ -50,7 +38,10 @@ def read_sonic(text: str) -> dict[str, PortConfig]:
             qport, _, qid = key.partition("|")
             if qport != port:
                 continue
-            if sched.get(q.get("scheduler", ""), {}).get("type") == "STRICT":
+            kind = sched.get(q.get("scheduler", ""), {}).get("type")
+            if kind:
+                pc.queue_modes[int(qid)] = "strict" if kind == "STRICT" else kind.lower()
+            if kind == "STRICT":
                 strict.append(int(qid))
             prof = wred.get(q.get("wred_profile", ""))
             if (
@@ -62,8 +53,33 @@ def read_sonic(text: str) -> dict[str, PortConfig]:
                 pc.ecn_min = int(prof["green_min_threshold"])
                 pc.ecn_max = int(prof["green_max_threshold"])
         pc.strict_queues = tuple(sorted(strict))
+        pc.lossless_headroom = _sonic_headroom(db, port, pc.pfc)
         out[port] = pc
     return out
+
+
+def _pgs(spec: str) -> set[int]:
+    lo, _, hi = spec.partition("-")
+    return (
+        set(range(int(lo), int(hi or lo) + 1)) if lo.isdigit() and (hi or lo).isdigit() else set()
+    )
+
+
+def _sonic_headroom(db: dict[str, Any], port: str, pfc: tuple[int, ...]) -> bool | None:
+    """Every PFC priority's priority group of the port has a BUFFER_PG entry (a lossless
+    profile, or NULL in the dynamic model); None when the file has no buffer tables."""
+    pgs = db.get("BUFFER_PG")
+    if pgs is None:
+        return None
+    tc_to_pg: dict[str, Any] = next(
+        iter(db.get("PFC_PRIORITY_TO_PRIORITY_GROUP_MAP", {}).values()), {}
+    )
+    covered: set[int] = set()
+    for key, v in pgs.items():
+        kport, _, spec = key.partition("|")
+        if kport == port and "lossy" not in str(v.get("profile", "")):
+            covered |= _pgs(spec)
+    return all(int(tc_to_pg.get(str(p), p)) in covered for p in pfc)
 
 
 def read_nvue(text: str) -> dict[str, PortConfig]:
@@ -89,15 +105,15 @@ def read_nvue(text: str) -> dict[str, PortConfig]:
     ).items():
         if v.get("ecn") in ("enable", "enabled"):  # Cumulus <= 5.14 / >= 5.15
             ecn_tc, mn, mx = int(tc), int(v["min-threshold"]), int(v["max-threshold"])
-    strict = tuple(
-        sorted(
-            int(tc)
-            for tc, v in (
-                qos.get("egress-scheduler", {}).get("default-global", {}).get("traffic-class") or {}
-            ).items()
-            if v.get("mode") == "strict"
-        )
-    )
+    modes = {
+        int(tc): str(v.get("mode"))
+        for tc, v in (
+            qos.get("egress-scheduler", {}).get("default-global", {}).get("traffic-class") or {}
+        ).items()
+        if v.get("mode")
+    }
+    strict = tuple(sorted(tc for tc, m in modes.items() if m == "strict"))
+    headroom = (qos.get("roce") or {}).get("mode") in ("lossless", "lossless-single-ipool")
     out = {}
     for port, v in (conf.get("interface") or {}).items():
         wd = (v.get("qos") or {}).get("pfc-watchdog", {}).get("state") in ("enable", "enabled")
@@ -111,6 +127,8 @@ def read_nvue(text: str) -> dict[str, PortConfig]:
             ecn_max=mx,
             strict_queues=strict,
             watchdog=wd,
+            queue_modes=dict(modes),
+            lossless_headroom=headroom if "roce" in qos else None,
         )
     return out
 
@@ -182,55 +200,24 @@ READERS = {"sonic": read_sonic, "cumulus": read_nvue, "eos": read_eos}
 
 
 def check_ports(
-    switch: str,
-    ports: dict[str, PortConfig],
-    q: QosView | None,
-    host_mtu: int,
-    path: str | None = None,
+    switch: str, ports: dict[str, PortQos], intent: Intent, path: str | None = None
 ) -> list[Diagnostic]:
+    """The §10 port rules (rackops.consistency) on every port of a switch config."""
     out: list[Diagnostic] = []
-
-    def err(code: str, port: str, msg: str) -> None:
-        out.append(
-            Diagnostic(code, Level.ERROR, f"{switch} port {port}: {msg}", path, None, switch, port)
-        )
-
     for port, pc in ports.items():
-        need = host_mtu + L2_HEADER_BYTES
-        if pc.mtu is None or pc.mtu < need:
-            err("C-22", port, f"MTU {pc.mtu} < host MTU {host_mtu} + {L2_HEADER_BYTES} = {need}")
-        if q is None:
-            continue
-        if not pc.trust_dscp:
-            err("C-06", port, "does not classify on DSCP")
-        tc = pc.dscp_to_tc.get(q.roce_dscp)
-        if tc != q.roce_tc:
-            err(
-                "C-07",
-                port,
-                f"RoCE DSCP {q.roce_dscp} maps to TC {tc}, host intent is {q.roce_tc} (lossless)",
+        for v in check_port(intent, pc):
+            level = Level.ERROR if v.severity == "error" else Level.WARNING
+            out.append(
+                Diagnostic(
+                    v.code,
+                    level,
+                    f"{switch} port {port}: {v.message} — {v.fix}",
+                    path,
+                    None,
+                    switch,
+                    port,
+                )
             )
-        cnp = pc.dscp_to_tc.get(q.cnp_dscp)
-        if cnp != q.cnp_tc or cnp not in pc.strict_queues:
-            err(
-                "C-08",
-                port,
-                f"CNP DSCP {q.cnp_dscp} maps to TC {cnp}; expected strict queue "
-                f"{q.cnp_tc} (strict queues {list(pc.strict_queues)})",
-            )
-        if q.cnp_tc in pc.pfc:
-            err("C-14", port, f"PFC on the CNP priority {q.cnp_tc}")
-        if tuple(p for p in pc.pfc if p != q.cnp_tc) != (q.roce_tc,):
-            err("C-13", port, f"PFC on {list(pc.pfc)}, expected exactly [{q.roce_tc}]")
-        if pc.ecn_queue != q.roce_tc or not pc.ecn_min or not pc.ecn_max or pc.ecn_min > pc.ecn_max:
-            err(
-                "C-18",
-                port,
-                f"ECN on queue {pc.ecn_queue} ({pc.ecn_min}..{pc.ecn_max} B); "
-                f"expected queue {q.roce_tc} with 0 < min <= max",
-            )
-        if q.watchdog and not pc.watchdog:
-            err("C-16", port, "PFC is on but the PFC watchdog is not")
     return out
 
 

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from rackops.consistency import Intent, check_host, design_host, nccl_tc_violation
 from rackops.errors import RackopsError
 from rackops.inventory.model import Cluster, Switch, SwitchBuffers
 
 # SONiC's defaults by link role (buffers_config.j2 ports2cable): server links 5 m, uplinks 40 m
 CABLE_M = {"host": 5, "fabric": 40}
-
-L2_HEADER_BYTES = 18
 
 
 class RenderError(RackopsError):
@@ -84,15 +83,16 @@ def qos_view(cluster: Cluster) -> QosView | None:
             f"RoCE and CNP share priority {roce.priority}: CNP must be strict and "
             f"lossy, RoCE lossless"
         )
-    if roce.cnp_priority in roce.pfc_priorities:
-        problems.append(f"PFC on the CNP priority {roce.cnp_priority}: CNP must never be paused")
-    if tuple(roce.pfc_priorities) != (roce.priority,):
-        problems.append(
-            f"PFC priorities {list(roce.pfc_priorities)}: exactly [{roce.priority}] "
-            f"(the RoCE priority) is lossless"
-        )
-    if not roce.nccl_ib_tc or roce.nccl_ib_tc >> 2 != roce.dscp:
-        problems.append(f"nccl_ib_tc {roce.nccl_ib_tc} does not carry DSCP {roce.dscp}")
+    # the design's own host view must pass the §10 host rules (C-04, C-05, C-12, C-14)
+    intent = Intent.of(cluster)
+    problems += [
+        f"{v.code} {v.message}"
+        for v in check_host(intent, design_host(None, roce))
+        if v.severity == "error"
+    ]
+    tc = nccl_tc_violation(roce, roce.nccl_ib_tc)
+    if tc is not None and tc.severity == "error":
+        problems.append(f"{tc.code} {tc.message}")
     if problems:
         raise RenderError("refusing to render: " + "; ".join(problems))
     table = [0] * 64
@@ -134,14 +134,11 @@ def switch_view(cluster: Cluster, sw: Switch) -> SwitchView:
             }
         )
     if fabric.type == "roce":
-        need = (
-            max([fabric.mtu.host, *(n.qos.mtu for n in cluster.nodes if n.qos.mtu)])
-            + L2_HEADER_BYTES
-            + (4 if fabric.mtu.vlan_tagged else 0)
-        )
+        need = Intent.of(cluster).min_switch_mtu  # C-22, the rule every layer uses
         if mtu < need:
             raise RenderError(
-                f"refusing to render {sw.name}: switch MTU {mtu} < host MTU + L2 headers = {need}"
+                f"refusing to render {sw.name}: C-22 switch MTU {mtu} < host MTU + L2 "
+                f"headers = {need}"
             )
     cabled = {
         (h.port): f"{n.name}/{h.device}"
