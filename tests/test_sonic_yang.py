@@ -340,3 +340,47 @@ def test_a_design_change_is_a_minimal_diff_on_every_os() -> None:
             assert len(lines) == 2 and lines[0].startswith("+ ") and lines[1].startswith("- ")
             assert "minimum-threshold 200000 bytes" in lines[0]
             assert "minimum-threshold 150000 bytes" in lines[1]
+
+
+def test_without_lanes_the_tables_are_rendered_for_a_patch_and_the_fix_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import shutil
+
+    from rackops.cli import main
+
+    inv = tmp_path / "inv"
+    shutil.copytree(ROOT / "inventories/example-roce", inv)
+    hosts = inv / "hosts.yml"
+    text = hosts.read_text()
+    cut = (
+        text[: text.index("            rackops_switch_port_lanes:")]
+        + text[text.index("            rackops_switch_buffers:") :]
+    )
+    hosts.write_text(cut)
+    out = tmp_path / "out"
+    assert main(["render", "-i", str(inv), "-o", str(out), "--switch", "leaf-r1"]) == 0
+    err = capsys.readouterr().err
+    assert "R-01 leaf-r1: no config_db.json" in err
+    assert "Ethernet0, Ethernet8, Ethernet16, Ethernet24" in err
+    assert "rackops_switch_port_lanes" in err
+    assert not (out / "switches/leaf-r1/config_db.json").exists()
+    tables = json.loads((out / "switches/leaf-r1/tables.json").read_text())
+    assert "lanes" not in tables["PORT"]["Ethernet0"]
+    (tmp_path / "running.json").write_text(json.dumps(_running_base()))
+    rc = main(
+        [
+            "render",
+            "-i",
+            str(inv),
+            "-o",
+            str(out),
+            "--switch",
+            "leaf-r1",
+            "--diff",
+            str(tmp_path / "running.json"),
+        ]
+    )
+    assert rc == 1
+    patch = json.loads((out / "switches/leaf-r1/config-patch.json").read_text())
+    assert patch and not any(op["path"].endswith("/lanes") for op in patch)
