@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -77,8 +78,15 @@ def machine() -> dict[str, object]:
             for p in out("ps", "-eo", "comm=").split()
             if p in ("conmon", "sshd", "aardvark-dns", "slirp4netns")
         ),
+        # rules and non-builtin chains; an empty table with the builtin chains at ACCEPT (left
+        # by the first container network on a machine that had no tables) changes nothing
         "iptables": sorted(
-            line for line in out("iptables-save").splitlines() if not line.startswith("#")
+            line
+            for line in out("iptables-save").splitlines()
+            if not line.startswith(("#", "*", "COMMIT"))
+            and not re.fullmatch(
+                r":(INPUT|OUTPUT|FORWARD|PREROUTING|POSTROUTING) ACCEPT \[\d+:\d+\]", line
+            )
         ),
         "ip_forward": Path("/proc/sys/net/ipv4/ip_forward").read_text(),
     }
