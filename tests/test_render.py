@@ -74,6 +74,7 @@ EOS_LINES = [
         r"^      random-detect ecn minimum-threshold \d+ bytes maximum-threshold \d+ bytes "
         r"max-mark-probability \d+ weight 0$",
         r"^      priority strict$",
+        r"^      no priority$",
         r"^interface Ethernet\d+(/\d+)*$",
         r"^   description \S+$",
         r"^   mtu \d+$",
@@ -284,3 +285,30 @@ def test_diff_against_running_config_names_what_a_push_changes(
     assert "leaf-r6 effect Ethernet1/1: DSCP 26 -> TC 1 becomes 3" in lines
     args[6] = "leaf-r3"
     assert main([*args, str(golden / "leaf-r3" / "startup.yaml")]) == 0
+
+
+@pytest.mark.parametrize(
+    ("edit", "code", "needle"),
+    [
+        # EOS serves a tx-queue strict unless it says `no priority`: dropping it makes the
+        # RoCE queue strict, which would starve the lower queues
+        (("uc-tx-queue 3\n      no priority\n", "uc-tx-queue 3\n"), "SCH001", "queue 3 is strict"),
+        (("      priority strict\n", "      no priority\n"), "C-08", "scheduled dwrr"),
+        (("   priority-flow-control priority 3 no-drop\n", ""), "C-13", "priorities []"),
+        (("      random-detect ecn", "      !random-detect ecn"), "C-18", "ECN on queue None"),
+    ],
+    ids=["roce-strict", "cnp-dwrr", "pfc-off", "ecn-off"],
+)
+def test_eos_scheduling_and_lossless_lines_are_checked(
+    edit: tuple[str, str], code: str, needle: str
+) -> None:
+    from rackops.consistency import Intent
+    from rackops.render.verify import check_ports, read_eos
+
+    text = (GOLDEN / "example-roce/switches/leaf-r6/running-config").read_text()
+    assert check_ports("leaf-r6", read_eos(text), Intent.of(ROCE)) == []
+    broken = text.replace(*edit)
+    assert broken != text
+    found = check_ports("leaf-r6", read_eos(broken), Intent.of(ROCE))
+    hits = [d for d in found if d.code == code]
+    assert len(hits) == 4 and needle in hits[0].message, [d.message for d in found]

@@ -150,7 +150,7 @@ def read_eos(text: str) -> dict[str, PortConfig]:
     queue: int | None = None
     current: str | None = None
     for raw in text.splitlines():
-        if raw.startswith("!") or not raw.strip():
+        if not raw.strip() or raw.strip().startswith("!"):  # comments, also indented (!!)
             continue
         line = raw.strip()
         indent = len(raw) - len(raw.lstrip())
@@ -171,8 +171,12 @@ def read_eos(text: str) -> dict[str, PortConfig]:
                 profile.trust_dscp = True
             elif m := re.match(r"priority-flow-control priority (\d+) no-drop", line):
                 profile.pfc = (*profile.pfc, int(m.group(1)))
-            elif m := re.match(r"uc-tx-queue (\d+)", line):
+            elif m := re.match(r"(?:uc-)?tx-queue (\d+)", line):
                 queue = int(m.group(1))
+                # EOS serves a tx-queue strict unless it says `no priority`
+                profile.queue_modes.setdefault(queue, "strict (EOS default)")
+                if queue not in profile.strict_queues:
+                    profile.strict_queues = (*profile.strict_queues, queue)
             elif (m := _EOS_ECN.search(line)) and queue is not None:
                 profile.ecn_queue, profile.ecn_min, profile.ecn_max = (
                     queue,
@@ -180,7 +184,10 @@ def read_eos(text: str) -> dict[str, PortConfig]:
                     int(m.group(2)),
                 )
             elif line == "priority strict" and queue is not None:
-                profile.strict_queues = (*profile.strict_queues, queue)
+                profile.queue_modes[queue] = "strict"
+            elif line == "no priority" and queue is not None:
+                profile.queue_modes[queue] = "dwrr"
+                profile.strict_queues = tuple(x for x in profile.strict_queues if x != queue)
         elif current is not None:
             if line.startswith("mtu "):
                 ports[current].mtu = int(line.split()[1])
@@ -192,6 +199,7 @@ def read_eos(text: str) -> dict[str, PortConfig]:
                 ports[current].ecn_queue = profile.ecn_queue
                 ports[current].ecn_min, ports[current].ecn_max = profile.ecn_min, profile.ecn_max
                 ports[current].strict_queues = profile.strict_queues
+                ports[current].queue_modes = dict(profile.queue_modes)
                 ports[current].watchdog = watchdog_global
     return ports
 
