@@ -56,16 +56,19 @@ def test_root_without_sudo_runs_on(tmp_path: Path) -> None:
 @pytest.mark.skipif(
     os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root to drop to nobody"
 )
-def test_a_user_without_sudo_is_told_why(tmp_path: Path) -> None:
-    env = {"PATH": _no_sudo_path(tmp_path)}
+def test_a_user_without_sudo_is_told_why() -> None:
+    import tempfile
+
+    tmp_path = Path(tempfile.mkdtemp(prefix="rackops-readme-"))  # readable by nobody
     tmp_path.chmod(0o755)
+    env = {"PATH": _no_sudo_path(tmp_path)}
     r = subprocess.run(
         [
-            "setpriv",
+            shutil.which("setpriv") or "setpriv",
             "--reuid=65534",
             "--regid=65534",
             "--clear-groups",
-            "bash",
+            shutil.which("bash") or "bash",
             str(_probe(tmp_path)),
         ],
         env=env,
@@ -76,3 +79,4 @@ def test_a_user_without_sudo_is_told_why(tmp_path: Path) -> None:
     assert r.returncode == 77
     assert "needs root" in r.stderr and "sudo is not installed" in r.stderr
     assert "ran-as" not in r.stdout
+    shutil.rmtree(tmp_path)
