@@ -1,5 +1,6 @@
 """One command on every lab target: rackops' paramiko executor against pyinfra's exec.
 
+    .venv/bin/pip install 'pyinfra>=3,<4'   # not a rackops dependency: for this comparison
     sudo .venv/bin/python bench/ssh_exec.py --nodes 16
 
 Brings up a lab of N targets and times `hostname` on all of them, cold (new connections)

@@ -432,12 +432,6 @@ def check_host(intent: Intent, host: HostQos) -> list[Violation]:
     return [v for _, fn in HOST_RULES for v in fn(intent, host)]
 
 
-def rule_summaries() -> dict[str, str]:
-    out = {r.code: r.summary for r, _ in [*PORT_RULES, *HOST_RULES]}
-    out[C14.code] = C14.summary
-    return out
-
-
 # ------------------------------------------------------------------------ design feed
 
 

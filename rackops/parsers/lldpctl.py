@@ -36,10 +36,6 @@ class Neighbour:
     port_descr: str | None
     via: str | None  # LLDP | CDPv2 | ...
 
-    def names_port(self, port: str) -> bool:
-        """Whether this neighbour names ``port`` (by port ID or description)."""
-        return port in (self.port_id, self.port_descr)
-
 
 @dataclass(frozen=True)
 class Lldp:

@@ -196,14 +196,6 @@ class SshExecutor:
             self._clients[t.name] = client
             return client
 
-    def reachable(self, t: Target) -> str | None:
-        """None when the host answers, else why not."""
-        try:
-            self._client(t)
-        except Unreachable as exc:
-            return str(exc)
-        return None
-
     def start(
         self, t: Target, argv: Sequence[str], timeout: float, become: bool | None = None
     ) -> Handle:

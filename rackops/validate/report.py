@@ -3,7 +3,6 @@ metrics.prom (node_exporter textfile) and a self-contained report.html."""
 
 from __future__ import annotations
 
-import json
 import math
 import shlex
 from collections import defaultdict
@@ -386,7 +385,3 @@ def write_reports(run: RunDir) -> tuple[dict[str, Any], Verdict]:
         + "".join(shlex.join(c) + "\n" for c in actions(report))
     )
     return report, localise(records)
-
-
-def report_text(path: Path) -> str:
-    return summary(json.loads((path / "report.json").read_text()))

@@ -10,7 +10,6 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from rackops.findings import Finding, Status, Subject
 from rackops.validate.executor import CommandResult
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
@@ -65,17 +64,3 @@ class RunDir:
 
     def read_json(self, name: str) -> Any:
         return json.loads((self.path / name).read_text())
-
-
-def finding_from_dict(d: dict[str, Any]) -> Finding:
-    return Finding(
-        d["code"],
-        Status(d["status"]),
-        Subject(**d["subject"]),
-        d["message"],
-        d.get("observed"),
-        d.get("expected"),
-        d.get("unit"),
-        d.get("remediation"),
-        tuple(finding_from_dict(a) for a in d.get("attempts", [])),
-    )

@@ -53,10 +53,9 @@ def _opts(args):
             o["all"] = True
         elif a.startswith("--out_json_file="):
             o["json"] = a.split("=", 1)[1]
-        elif a in ("-F", "--out_json", "-R") or a.startswith("--"):
-            pass
         elif not a.startswith("-"):
             o["server"] = a
+        # other flags (-F, --out_json, -R, --...) change nothing in the simulation
         i += 1
     return o
 

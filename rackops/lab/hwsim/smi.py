@@ -46,8 +46,6 @@ def _gpu_fields(node, g):
 
 def nvidia_smi(node, args):
     gpus = node.gpus()
-    if not gpus and node.hw["gpus"]:
-        pass
     apps = next((a for a in args if a.startswith("--query-compute-apps=")), None)
     if apps:  # compute processes on the GPUs: none, unless the scenario says so
         fmt = next((a.split("=", 1)[1] for a in args if a.startswith("--format=")), "csv")
