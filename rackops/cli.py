@@ -40,7 +40,7 @@ def _cmd_lint(args: argparse.Namespace) -> int:
         return ExitCode.OK
     if not args.inventory:
         raise RackopsError("lint needs an inventory: rackops lint -i inventories/<rack>")
-    report = lint_inventory(args.inventory)
+    report = lint_inventory(args.inventory, allow_lookups=args.allow_lookups)
     if args.format == "json":
         print(
             json.dumps(
@@ -220,7 +220,7 @@ def _cmd_render(args: argparse.Namespace) -> int:
     from rackops.inventory import load_inventory
     from rackops.render import render_all
 
-    cluster = load_inventory(args.inventory).raise_for_errors()
+    cluster = load_inventory(args.inventory, allow_lookups=args.allow_lookups).raise_for_errors()
     out = Path(args.output or f"build/{cluster.name}")
     if args.switch and cluster.switch(args.switch) is None:
         raise InputError(
@@ -336,6 +336,12 @@ def build_parser() -> argparse.ArgumentParser:
     lint.add_argument("-i", "--inventory", help="inventory file or directory")
     lint.add_argument("--format", choices=("human", "json"), default="human")
     lint.add_argument("--list-rules", action="store_true", help="print every rule code and stop")
+    lint.add_argument(
+        "--allow-lookups",
+        action="store_true",
+        help="run lookup()/query() in the inventory's templates (off: they can run commands, "
+        "and checking a design never should)",
+    )
     lint.set_defaults(func=_cmd_lint)
 
     from rackops.parsers import TOOLS
@@ -455,6 +461,12 @@ def build_parser() -> argparse.ArgumentParser:
         "breaks a rule (named by switch and port), 64 the design cannot be rendered.",
     )
     ren.add_argument("-i", "--inventory", required=True)
+    ren.add_argument(
+        "--allow-lookups",
+        action="store_true",
+        help="run lookup()/query() in the inventory's templates (off: they can run commands, "
+        "and checking a design never should)",
+    )
     ren.add_argument("-o", "--output", help="directory (default build/<rack>)")
     ren.add_argument("--switch", help="render only this switch")
     ren.add_argument(

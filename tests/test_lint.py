@@ -357,7 +357,8 @@ def test_rule_fires_on_its_breakage_only(case: Case, request: pytest.FixtureRequ
 
 
 def test_every_rule_code_has_a_breaking_case() -> None:
-    tested = {c.code for c in CASES} | {"INV000"}
+    # INV006: test_reading_an_inventory_never_runs_its_lookups
+    tested = {c.code for c in CASES} | {"INV000", "INV006"}
     assert set(rule_table()) <= tested, set(rule_table()) - tested
 
 
@@ -517,3 +518,28 @@ def test_inventory_without_gpu_nodes(tmp_path: Path, capsys: pytest.CaptureFixtu
     rc = main(["lint", "-i", str(tmp_path)])
     assert rc == 64
     assert "gpu_nodes" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "{{ lookup('pipe', 'touch MARK && echo 9000') }}",
+        "{{ query('pipe', 'touch MARK && echo 9000') | first }}",
+        "{% set f = lookup %}{{ f('pipe', 'touch MARK && echo 9000') }}",
+    ],
+    ids=["lookup", "query", "aliased"],
+)
+def test_reading_an_inventory_never_runs_its_lookups(
+    template: str, roce: Rack, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mark = tmp_path / "ran"
+    with (roce.path / "group_vars/gpu_nodes/tuning.yml").open("a") as fh:
+        fh.write('rackops_host_qos: {mtu: "{{ site_mtu }}"}\n')
+        fh.write(f'site_mtu: "{template.replace("MARK", str(mark))}"\n')
+    assert main(["lint", "-i", str(roce.path)]) == 2
+    out = capsys.readouterr().out
+    assert not mark.exists(), "lint ran the inventory's lookup"
+    assert "INV006 node01: rackops_host_qos runs" in out and "(through site_mtu)" in out
+    assert "tuning.yml:" in out and "--allow-lookups" in out
+    assert main(["lint", "-i", str(roce.path), "--allow-lookups"]) == 0
+    assert mark.exists()  # run only when asked

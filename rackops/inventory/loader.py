@@ -9,7 +9,7 @@ and line (from ansible-core's origin tags), the host and the key.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -257,22 +257,101 @@ def _read_hostvars(path: Path) -> tuple[Any, Any, Any]:
     return loader, inv, VariableManager(loader=loader, inventory=inv)
 
 
-def _host_vars(name: str, raw: Mapping[str, Any], loader: Any, inventory_path: Path) -> HostVars:
+LOOKUP_CALLS = ("lookup", "query", "q")
+
+
+def _strings(v: Any) -> Iterator[str]:
+    if isinstance(v, str):
+        yield str(v)
+    elif isinstance(v, Mapping):
+        for x in v.values():
+            yield from _strings(x)
+    elif isinstance(v, list | tuple):
+        for x in v:
+            yield from _strings(x)
+
+
+def lookups_reached(value: Any, raw: Mapping[str, Any]) -> list[tuple[str | None, str]]:
+    """The lookup/query calls that templating `value` would run: (variable it sits in, or
+    None for `value` itself; the plugin), following the variables the templates name."""
+    import jinja2
+    from jinja2 import meta, nodes
+
+    env = jinja2.Environment()
+    found: list[tuple[str | None, str]] = []
+    seen: set[str] = set()
+    todo: list[tuple[str | None, Any]] = [(None, value)]
+    while todo:
+        var, v = todo.pop()
+        for text in _strings(v):
+            if "{{" not in text and "{%" not in text:
+                continue
+            try:
+                tree = env.parse(text)
+            except jinja2.TemplateSyntaxError:
+                continue  # Ansible reports it when it templates
+            called = {}
+            for call in tree.find_all(nodes.Call):
+                if isinstance(call.node, nodes.Name) and call.args:
+                    arg = call.args[0]
+                    called[id(call.node)] = arg.value if isinstance(arg, nodes.Const) else "?"
+            # any use of the lookup functions, called directly or through another name
+            for n in tree.find_all(nodes.Name):
+                if n.name in LOOKUP_CALLS and n.ctx == "load":
+                    found.append((var, f"{n.name}('{called.get(id(n), '?')}')"))
+            for name in meta.find_undeclared_variables(tree):
+                if name in raw and name not in seen:
+                    seen.add(name)
+                    todo.append((name, raw[name]))
+    return found
+
+
+def _host_vars(
+    name: str,
+    raw: Mapping[str, Any],
+    loader: Any,
+    inventory_path: Path,
+    allow_lookups: bool = False,
+    diagnostics: list[Diagnostic] | None = None,
+) -> HostVars:
     from ansible.template import Templar
 
     wanted = {k: v for k, v in raw.items() if k.startswith("rackops_") or k in CONNECTION_VARS}
     origins: dict[tuple[Any, ...], Origin] = {}
     values = {k: _plain(v, (k,), origins) for k, v in wanted.items()}
+    default = str(inventory_path if inventory_path.is_file() else inventory_path / "hosts.yml")
+    hv = HostVars(name, values, origins, default)
     if any("{{" in repr(v) for v in values.values()):
         templar = Templar(loader=loader, variables=raw)
         for k, v in list(values.items()):
-            if "{{" in repr(v):
-                values[k] = _plain(templar.template(wanted[k]), (k,), {})
-    default = str(inventory_path if inventory_path.is_file() else inventory_path / "hosts.yml")
-    return HostVars(name, values, origins, default)
+            if "{{" not in repr(v):
+                continue
+            calls = [] if allow_lookups else lookups_reached(wanted[k], raw)
+            if calls:
+                var, call = calls[0]
+                via = f" (through {var})" if var else ""
+                path, line = hv.origin(k)
+                if diagnostics is not None:
+                    diagnostics.append(
+                        Diagnostic(
+                            "INV006",
+                            Level.ERROR,
+                            f"{name}: {k} runs {call}{via} when templated; checking a design "
+                            f"never runs lookups (they can run commands) — write the value, or "
+                            f"pass --allow-lookups if you trust this inventory",
+                            path,
+                            line,
+                            name,
+                            k,
+                        )
+                    )
+                del values[k]  # not templated, not used
+                continue
+            values[k] = _plain(templar.template(wanted[k]), (k,), {})
+    return hv
 
 
-def load_inventory(path: str | Path) -> LoadResult:
+def load_inventory(path: str | Path, *, allow_lookups: bool = False) -> LoadResult:
     """Read the inventory at ``path`` and build the rack model.
 
     Never raises for a bad inventory: every problem is a diagnostic. Raises
@@ -300,7 +379,9 @@ def load_inventory(path: str | Path) -> LoadResult:
     try:
         for host in inv.get_hosts():
             raw = vm.get_vars(host=host, include_hostvars=False)
-            hostvars[host.name] = _host_vars(host.name, raw, loader, root)
+            hostvars[host.name] = _host_vars(
+                host.name, raw, loader, root, allow_lookups, diagnostics
+            )
     except AnsibleError as exc:
         raise InventoryError(
             f"ansible cannot read the variables: {exc.message}", path=str(root)

@@ -33,9 +33,10 @@ class LintReport:
         return ExitCode.WARNINGS if self.warnings else ExitCode.OK
 
 
-def lint_inventory(path: str | Path) -> LintReport:
-    """Load the inventory and run every rule; never raises for a bad design."""
-    result = load_inventory(path)
+def lint_inventory(path: str | Path, *, allow_lookups: bool = False) -> LintReport:
+    """Load the inventory and run every rule; never raises for a bad design. Lookups in the
+    inventory's templates are refused (INV006) unless `allow_lookups`."""
+    result = load_inventory(path, allow_lookups=allow_lookups)
     found = list(result.diagnostics)
     if result.cluster is not None:
         found.extend(run_rules(Context(result, result.cluster)))

@@ -622,6 +622,7 @@ OTHER_CODES = {
     "INV001": "every variable matches the schema (type, range, required keys)",
     "INV002": "every node names a known hardware profile",
     "INV005": "the fabric design and pinned versions are the same for every host",
+    "INV006": "reading the inventory runs no lookup()/query() unless --allow-lookups",
     "C-02": "NCCL_IB_TC carries ECT(0) in its ECN bits (raised by C-01)",  # consistency.ECT
     "C-14": "the CNP priority is in no PFC set (raised by C-12/C-13)",
 }
