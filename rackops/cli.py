@@ -186,6 +186,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         pairing=args.pairing,
         suspects=tuple(s for s in (args.suspects or "").split(",") if s),
         accept_new_host_keys=args.accept_new_host_keys,
+        allow_lookups=args.allow_lookups,
         concurrency=args.concurrency,
         apply_actions=args.apply_actions,
     )
@@ -433,6 +434,11 @@ def build_parser() -> argparse.ArgumentParser:
         "64 usage or configuration error.",
     )
     val.add_argument("-i", "--inventory", required=True)
+    val.add_argument(
+        "--allow-lookups",
+        action="store_true",
+        help="run lookup()/query() in the inventory's templates (off by default)",
+    )
     val.add_argument("--suite", default="acceptance")
     val.add_argument("--dry-run", action="store_true", help="print the plan and its estimate")
     val.add_argument("--run-dir", help="where to write the run (default build/runs/...)")

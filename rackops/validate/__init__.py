@@ -39,11 +39,12 @@ def validate(
     pairing: str | None = None,
     suspects: tuple[str, ...] = (),
     accept_new_host_keys: bool = False,
+    allow_lookups: bool = False,
     concurrency: int = 32,
     apply_actions: bool = False,
     progress: Progress = _stderr,
 ) -> Outcome:
-    result = load_inventory(inventory)
+    result = load_inventory(inventory, allow_lookups=allow_lookups)
     cluster = result.raise_for_errors()
     inv_dir = Path(inventory) if Path(inventory).is_dir() else Path(inventory).parent
     suite = load_suite(suite_name, inv_dir)
