@@ -18,7 +18,7 @@ from rackops.checks import check_dcgm, check_hca_ports, check_nccl, check_perfte
 from rackops.checks.gpu import check_gpu_query, check_gpu_xml, check_nvlink
 from rackops.findings import Status, worst
 from rackops.lab.scenario import Fault, NodeSpec, Scenario, load_scenario
-from rackops.parsers import ParseError, parse
+from rackops.parsers import ParseError, as_jsonable, parse
 from rackops.profiles import load_profile
 
 # run as the targets run it: `python3 -m hwsim` with the package directory on PYTHONPATH
@@ -139,9 +139,45 @@ TOOLS = [
 
 @pytest.mark.parametrize(("tool", "argv"), TOOLS, ids=[" ".join(a[:3]) for _, a in TOOLS])
 def test_healthy_output_parses(tool: str, argv: list[str], tmp_path: Path) -> None:
+    """A healthy node's output parses complete, with what a healthy HGX node shows."""
     sim = Sim(tmp_path, {})
     result = parse(tool, sim.out("node01", *argv))
     assert getattr(result, "complete", True) is True
+    j = as_jsonable(result)
+    assert HEALTHY[tool](j), (tool, json.dumps(j)[:400])
+
+
+HEALTHY: dict[str, Any] = {
+    "ibstat": lambda j: (
+        len(j["cas"]) == 8
+        and all(
+            p["state"] == "Active" and p["physical_state"] == "LinkUp"
+            for c in j["cas"]
+            for p in c["ports"]
+        )
+    ),
+    "ibstatus": lambda j: len(j["ports"]) == 8 and {p["state"] for p in j["ports"]} == {"ACTIVE"},
+    "ibv_devinfo": lambda j: (
+        len(j["hcas"]) == 8
+        and all(p["state"].startswith("PORT_ACTIVE") for h in j["hcas"] for p in h["ports"])
+    ),
+    "show_gids": lambda j: (
+        {g["version"] for g in j["gids"]} >= {"v2"} and len({g["device"] for g in j["gids"]}) == 8
+    ),
+    "ofed_info": lambda j: j["version"].count(".") >= 2 and j["flavour"],
+    "mlnx_qos": lambda j: len(j["pfc_enabled"]) == 8 and j["trust"] in ("pcp", "dscp"),
+    "dcgmi-diag": lambda j: j["tests"] and {t["result"] for t in j["tests"]} <= {"Pass", "Skip"},
+    "nvidia-smi-query": lambda j: len(j["gpus"]) == 8,
+    "nvidia-smi-xml": lambda j: j["attached_gpus"] == 8 and len(j["gpus"]) == 8,
+    "nvidia-smi-topo": lambda j: (
+        sum(d.startswith("GPU") for d in j["devices"]) == 8
+        and sum(d.startswith("NIC") for d in j["devices"]) == 8
+    ),
+    "nvidia-smi-nvlink": lambda j: (
+        len(j["gpus"]) == 8 and all(lk["active"] for g in j["gpus"] for lk in g["links"])
+    ),
+    "nccl-tests": lambda j: j["nranks"] == 8 and len(j["rows"]) > 0,
+}
 
 
 @pytest.mark.parametrize("gen", ["2025", "2022"])

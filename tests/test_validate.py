@@ -226,9 +226,17 @@ def test_reports_from_the_run_directory_alone(run_dir: RunDir) -> None:
     suites = ET.parse(run_dir.path / "junit.xml").getroot()
     pair = next(s for s in suites if s.get("name") == "pair")
     assert pair.get("failures") == "5" and len(list(pair)) == 60
-    prom = (run_dir.path / "metrics.prom").read_text().splitlines()
+    text = (run_dir.path / "metrics.prom").read_text()
+    prom = text.splitlines()
     assert "rackops_validate_verdict 2" in prom and "rackops_culprits 1" in prom
-    assert all(line.startswith("#") or " " in line for line in prom)
+    # the exposition format, as Prometheus reads it: a broken label or value raises here
+    from prometheus_client.parser import text_string_to_metric_families
+
+    families = {f.name: f for f in text_string_to_metric_families(text)}
+    assert families["rackops_validate_verdict"].samples[0].value == 2
+    assert sum(len(f.samples) for f in families.values()) == len(
+        [x for x in prom if x and not x.startswith("#")]
+    )
 
 
 def test_report_cli_regenerates(run_dir: RunDir, capsys: pytest.CaptureFixture[str]) -> None:
