@@ -68,6 +68,14 @@ def converged(rack: LabState) -> LabState:
     return rack
 
 
+def test_lab_status_reads_nspawn_targets(rack: LabState) -> None:
+    """`rackops lab status` on an nspawn lab asks the nspawn targets, not a container
+    engine (it used to fail with 'nspawn not found on PATH: install docker')."""
+    rows = {name: (state, ssh) for name, state, ssh in lab.status()}
+    assert set(rows) == {"node01", "node02"}
+    assert all(s == "running" and ssh.endswith("ssh ok") for s, ssh in rows.values()), rows
+
+
 def test_second_run_changes_nothing(converged: LabState) -> None:
     again = provision(converged)
     assert again.returncode == 0 and all(r["changed"] == 0 for r in recap(again.stdout).values())

@@ -27,6 +27,7 @@ from rackops.lab.inventory import RAILS, netdev, write_inventory
 from rackops.lab.model import MGMT_NET, RAIL_NET, LabNode, LabState
 from rackops.lab.repo import build_repo
 from rackops.lab.scenario import Scenario, load_scenario
+from rackops.lab.targets import NspawnTargets, PodmanTargets, targets_of
 from rackops.lab.wiring import Wiring, as_json, wiring
 
 PREFIX = "rackops-lab"
@@ -577,16 +578,15 @@ def down(*, workdir: str | None = None, purge: bool = False) -> list[str]:
         return []  # no lab was ever brought up here
     state = LabState.load(wd)
     removed = lldp.stop(wd)
-    removed += nspawn.down(state if state and state.engine == "nspawn" else None)
-    engine = Engine(state.engine if state and state.engine != "nspawn" else "podman", wd)
-    engine.configure()
-    for name in engine.containers(PREFIX):
-        engine.run(["rm", "-f", "-t", "0", name])
-        removed.append(name)
-    for net in engine.networks(PREFIX):
-        engine.run(["network", "rm", "-f", net])
-        removed.append(net)
-    left = engine.containers(PREFIX) + engine.networks(PREFIX)
+    # an nspawn lab builds its image with podman: both are swept, whatever state says
+    containers = PodmanTargets(wd, state.engine if state and state.engine != "nspawn" else "podman")
+    for targets in (
+        NspawnTargets(state if state and state.engine == "nspawn" else None),
+        containers,
+    ):
+        removed += targets.remove(PREFIX)
+    engine = containers.engine
+    left = containers.left(PREFIX)
     if left:
         raise LabError(f"could not remove: {', '.join(left)}")
     lingering = _wait_gone(PREFIX, timeout=20)
@@ -611,21 +611,13 @@ def status(*, workdir: str | None = None) -> list[tuple[str, str, str]]:
     state = LabState.load(wd)
     if state is None:
         return []
-    engine = Engine(state.engine, wd)
-    engine.configure()
+    targets = targets_of(state, wd)
     rows = []
     for node in state.nodes:
         if not node.started:
             rows.append((node.name, "not started (unreachable by scenario)", "-"))
             continue
-        if state.engine == "nspawn":
-            alive = node.container.isdigit() and Path(f"/proc/{node.container}").exists()
-            run_state = "running" if alive else "missing"
-        else:
-            proc = engine.run(
-                ["inspect", "--format", "{{.State.Status}}", node.container], check=False
-            )
-            run_state = proc.stdout.strip() or "missing"
+        run_state = targets.run_state(node)
         up_ = _wait_ssh(node.ssh_port, time.monotonic() + 2, node.ssh_host)
         rows.append(
             (

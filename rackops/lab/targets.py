@@ -1,0 +1,65 @@
+"""One interface to the lab's targets, whatever runs them: podman containers or
+systemd-nspawn machines. `rackops lab status` and `down` ask it, never the engine's name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Protocol
+
+from rackops.lab import nspawn
+from rackops.lab.engine import Engine
+from rackops.lab.model import LabNode, LabState
+
+
+class Targets(Protocol):
+    def run_state(self, node: LabNode) -> str:
+        """'running', or what the engine says instead ('exited', 'missing', ...)."""
+        ...
+
+    def remove(self, prefix: str) -> list[str]:
+        """Stop and remove every target and network of the lab; what was removed."""
+        ...
+
+
+class PodmanTargets:
+    def __init__(self, workdir: Path, name: str = "podman") -> None:
+        self.engine = Engine(name, workdir)
+        self.engine.configure()
+
+    def run_state(self, node: LabNode) -> str:
+        proc = self.engine.run(
+            ["inspect", "--format", "{{.State.Status}}", node.container], check=False
+        )
+        return proc.stdout.strip() or "missing"
+
+    def remove(self, prefix: str) -> list[str]:
+        removed = []
+        for name in self.engine.containers(prefix):
+            self.engine.run(["rm", "-f", "-t", "0", name])
+            removed.append(name)
+        for net in self.engine.networks(prefix):
+            self.engine.run(["network", "rm", "-f", net])
+            removed.append(net)
+        return removed
+
+    def left(self, prefix: str) -> list[str]:
+        return self.engine.containers(prefix) + self.engine.networks(prefix)
+
+
+class NspawnTargets:
+    def __init__(self, state: LabState | None) -> None:
+        self.state = state
+
+    def run_state(self, node: LabNode) -> str:
+        alive = node.container.isdigit() and Path(f"/proc/{node.container}").exists()
+        return "running" if alive else "missing"
+
+    def remove(self, prefix: str) -> list[str]:
+        return nspawn.down(self.state)
+
+
+def targets_of(state: LabState, workdir: Path) -> Targets:
+    """The targets of a lab that is up, by the engine that started them."""
+    if state.engine == "nspawn":
+        return NspawnTargets(state)
+    return PodmanTargets(workdir, state.engine)
