@@ -35,3 +35,19 @@ def test_ofed_tarball_source_is_refused_before_anything_runs(tmp_path: Path) -> 
     assert "ofed_source" in out and "repository" in out and "tarball" in out
     assert "Validating arguments against arg spec" in out
     assert "Load the OS family" not in out  # refused before the first task of the role
+
+
+def test_host_key_checking_is_on_except_in_the_lab_inventory() -> None:
+    import configparser
+
+    cfg = configparser.ConfigParser()
+    cfg.read(ROOT / "ansible.cfg")
+    assert cfg.getboolean("defaults", "host_key_checking") is True
+    import yaml
+    from test_checks import LAB_INV  # a generated lab inventory
+
+    lab = yaml.safe_load((LAB_INV / "group_vars/gpu_nodes/lab.yml").read_text())
+    assert lab["ansible_host_key_checking"] is False
+    for rack in ("example-ib", "example-roce"):
+        found = list((ROOT / "inventories" / rack).rglob("*.yml"))
+        assert not any("host_key_checking" in p.read_text() for p in found), rack

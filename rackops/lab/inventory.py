@@ -126,6 +126,9 @@ def write_inventory(state: LabState, dest: Path) -> None:
             "ansible_become": True,
             "ansible_python_interpreter": "/usr/bin/python3",
             "ansible_ssh_private_key_file": str(state.key),
+            # the lab's targets get fresh host keys at every `lab up`: only here is host-key
+            # checking off (ansible.cfg keeps it on for every real rack)
+            "ansible_host_key_checking": False,
             "ansible_ssh_common_args": (
                 "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR "
                 f"-o ControlMaster=auto -o ControlPersist=60s -o ControlPath={state.workdir}/cm-%C"
