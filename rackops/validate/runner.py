@@ -60,6 +60,9 @@ def targets_from_inventory(result: LoadResult, cluster: Cluster) -> dict[str, Ta
     return out
 
 
+PORT_BLOCKS = "perftest-port-blocks.json"  # in the run directory: the blocks its runs used
+
+
 @dataclass
 class Runner:
     cluster: Cluster
@@ -73,9 +76,22 @@ class Runner:
     mpirun_args: tuple[str, ...] = ()
     progress: Progress = _stderr
     # Each invocation uses its own perftest ports: a killed run's servers may still hold the
-    # previous ones until their remote timeout fires, and --resume must not collide.
-    port_base: int = field(default_factory=lambda: PERFTEST_PORT + 200 * random.randrange(100))
+    # previous ones until their remote timeout fires, and --resume must not collide. The
+    # blocks used are kept in the run directory, so a resumed run never draws one again.
+    port_base: int = 0
     _done: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        if self.port_base:
+            return
+        try:
+            used = set(self.rundir.read_json(PORT_BLOCKS))
+        except (OSError, ValueError, TypeError):
+            used = set()
+        free = [b for b in range(100) if b not in used] or list(range(100))
+        block = random.choice(free)
+        self.rundir.write_json(PORT_BLOCKS, sorted(used | {block}))
+        self.port_base = PERFTEST_PORT + 200 * block
 
     def _ctx(self, node: str) -> Context:
         n = self.cluster.node(node)
@@ -435,7 +451,24 @@ class Runner:
                 None,
                 meta,
             )
-        handle.wait_for(b"Waiting for client", 15)
+        if not handle.wait_for(b"Waiting for client", 15) and handle.channel.exit_status_ready():
+            # the server quit before it listened (a port still held, a bad option): the
+            # client would only fail to connect, so the server's own words are the finding
+            gone = handle.wait(5)
+            self.rundir.save_output(step + "/server", gone)
+            said = (gone.stderr or gone.stdout).strip().splitlines()[-1:] or ["no output"]
+            return (
+                [
+                    Finding(
+                        "PAIR-000",
+                        Status.ERROR,
+                        subj,
+                        f"{tool} server on {server} exited before listening: {said[0]}",
+                    )
+                ],
+                None,
+                meta,
+            )
         result = self.executor.run(
             self.targets[client], [tool, "-d", dev_c, *opts, server_ip], timeout
         )
