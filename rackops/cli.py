@@ -303,10 +303,19 @@ def _primary(files: dict[str, str]) -> str:
 
 
 def _cmd_provision(args: argparse.Namespace) -> int:
+    import os
     import subprocess
 
-    playbook = Path(__file__).resolve().parent.parent / "playbooks" / "provision.yml"
+    from rackops import data
+
+    playbook = (data.path("playbooks") / "provision.yml").resolve()
     ansible = Path(sys.executable).with_name("ansible-playbook")
+    # the roles shipped with rackops, after any the user configured (a wheel has no ansible.cfg)
+    roles = os.pathsep.join(
+        p
+        for p in (os.environ.get("ANSIBLE_ROLES_PATH", ""), str(data.path("roles").resolve()))
+        if p
+    )
     cmd = [
         str(ansible) if ansible.exists() else "ansible-playbook",
         "-i",
@@ -316,7 +325,8 @@ def _cmd_provision(args: argparse.Namespace) -> int:
         *args.ansible_args,
     ]
     print("rackops: " + " ".join(cmd), file=sys.stderr)
-    return subprocess.run(cmd, check=False).returncode
+    env = dict(os.environ, ANSIBLE_ROLES_PATH=roles)
+    return subprocess.run(cmd, check=False, env=env).returncode
 
 
 def build_parser() -> argparse.ArgumentParser:

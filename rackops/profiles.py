@@ -15,10 +15,11 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from rackops import data
 from rackops.errors import ProfileError
 from rackops.yamlpos import LineMap, read_yaml_file, yaml_error_location
 
-BUILTIN_PROFILES_DIR = Path(__file__).resolve().parent.parent / "validators" / "profiles"
+BUILTIN_PROFILES_DIR = data.path("profiles")
 
 
 class _Strict(BaseModel):

@@ -13,10 +13,11 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from rackops import data
 from rackops.errors import ProfileError
 from rackops.yamlpos import read_yaml_file, yaml_error_location
 
-BUILTIN_SUITES_DIR = Path(__file__).resolve().parent.parent / "validators" / "suites"
+BUILTIN_SUITES_DIR = data.path("suites")
 
 
 class _Strict(BaseModel):

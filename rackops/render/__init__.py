@@ -11,7 +11,7 @@ from pathlib import Path
 import jinja2
 import yaml
 
-from rackops import __version__
+from rackops import __version__, data
 from rackops.consistency import Intent
 from rackops.diagnostics import Diagnostic, Level
 from rackops.inventory.model import Cluster
@@ -19,7 +19,7 @@ from rackops.render import diff, nvue, sonic
 from rackops.render.verify import READERS, check_ports
 from rackops.render.view import RenderError, SwitchView, host_view, switch_view
 
-TEMPLATES = Path(__file__).resolve().parent.parent.parent / "templates" / "switch"
+TEMPLATES = data.path("templates") / "switch"
 # text formats are Jinja templates; data formats (SONiC CONFIG_DB JSON, the NVUE tree) are
 # built as data and serialised (render/sonic.py, render/nvue.py)
 TEMPLATED = {

@@ -6,17 +6,17 @@ from __future__ import annotations
 import math
 import shlex
 from collections import defaultdict
-from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree as ET
 
 import jinja2
 import markupsafe
 
+from rackops import data
 from rackops.validate.localise import Verdict, localise
 from rackops.validate.rundir import RunDir
 
-TEMPLATES = Path(__file__).resolve().parent.parent.parent / "templates"
+TEMPLATES = data.path("templates")
 STATUS_VALUE = {"OK": 0, "WARN": 1, "ERROR": 2, "FAIL": 3}
 MATRIX_MAX_NODES = 48  # above this, one row per node (its slowest link per rail), not n × n
 
