@@ -28,3 +28,13 @@ def test_every_declared_dependency_is_imported_by_the_engine() -> None:
     unused = [n for n in names if IMPORT_NAME.get(n, n.replace("-", "_")) not in used]
     # ansible-core provides ansible-playbook and the inventory reader the engine calls
     assert unused == [], f"declared but never imported by rackops/: {unused}"
+
+
+def test_the_collection_and_the_wheel_carry_one_version() -> None:
+    import yaml
+
+    import rackops
+
+    galaxy = yaml.safe_load((ROOT / "galaxy.yml").read_text())
+    assert galaxy["version"] == rackops.__version__
+    assert (galaxy["namespace"], galaxy["name"]) == ("rackops", "rackops")

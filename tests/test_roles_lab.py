@@ -5,6 +5,7 @@ refusals, and `rackops validate` finding the stack as provisioned."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 from collections.abc import Iterator
@@ -330,3 +331,62 @@ def test_drift_fails_naming_setting_live_and_design_then_provision_repairs(
         f for r in records if r["kind"] == "pair" for f in r["findings"] if f["code"] == "C-25"
     ]
     assert len(pings) == 8 and all(f["status"] == "OK" for f in pings), pings
+
+
+def test_the_collection_runs_the_same_roles(converged: LabState, tmp_path: Path) -> None:
+    """`ansible-galaxy collection build` from this tree; its roles, addressed as
+    rackops.rackops.<role>, find a converged rack already as they would leave it."""
+    built = subprocess.run(
+        [
+            str(VENV_BIN / "ansible-galaxy"),
+            "collection",
+            "build",
+            "--output-path",
+            str(tmp_path),
+            str(ROOT),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert built.returncode == 0, built.stderr
+    (tarball,) = tmp_path.glob("rackops-rackops-*.tar.gz")
+    dest = tmp_path / "collections"
+    inst = subprocess.run(
+        [
+            str(VENV_BIN / "ansible-galaxy"),
+            "collection",
+            "install",
+            "--offline",
+            "-p",
+            str(dest),
+            str(tarball),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert inst.returncode == 0, inst.stdout + inst.stderr
+    play = tmp_path / "site.yml"
+    play.write_text(
+        "- hosts: gpu_nodes\n  gather_facts: true\n  roles:\n"
+        "    - rackops.rackops.hugepages\n    - rackops.rackops.net_mtu\n"
+        "    - rackops.rackops.roce_host_qos\n"
+    )
+    env = dict(
+        os.environ,
+        ANSIBLE_COLLECTIONS_PATH=f"{dest}:{ROOT / 'collections'}",
+        ANSIBLE_ROLES_PATH=str(tmp_path / "no-roles"),  # nothing from the checkout's roles/
+    )
+    r = subprocess.run(
+        [str(VENV_BIN / "ansible-playbook"), "-i", str(converged.inventory), str(play)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert r.returncode == 0, r.stdout[-3000:]
+    assert "rackops.rackops.hugepages" in r.stdout
+    assert all(v["changed"] == 0 for v in recap(r.stdout).values()), r.stdout[-3000:]
