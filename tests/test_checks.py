@@ -33,6 +33,11 @@ def codes(findings: list[Finding], status: Status) -> list[str]:
 # --- verdict of every fixture through `rackops check` --------------------------------------
 
 VERDICTS = {
+    "nccl-tests/bare-nccl-failure-unhandled-cuda-2018": "ERROR",
+    "nccl-tests/bare-nccl-failure-unhandled-system-error-2018": "ERROR",
+    "nccl-tests/headerless-rows-then-unhandled-cuda-error": "FAIL",
+    "nvidia-smi-nvlink/nvml-driver-library-mismatch": "ERROR",
+    "nvidia-smi-nvlink/cut-inside-gpu7-links": "ERROR",
     "dcgmi-diag/json-truncated": "ERROR",
     "dcgmi-diag/json-v3-gpu1-memory-fail": "FAIL",
     "dcgmi-diag/json-v4-plugin-fail-entities-pass": "FAIL",

@@ -99,3 +99,36 @@ def test_unknown_tool_is_usage_error(capsys: pytest.CaptureFixture[str]) -> None
     with pytest.raises(SystemExit) as exc:
         main(["parse", "ibstatx", "-"])
     assert exc.value.code == 64
+
+
+# where a complete output of a tool ends: a cut anywhere before it is never complete
+END_MARKER = {
+    "nccl-tests": lambda lines: max(i for i, x in enumerate(lines) if "Avg bus bandwidth" in x),
+    "perftest": lambda lines: max(i for i, x in enumerate(lines) if x.strip().startswith("---")),
+    "dcgmi-diag": lambda lines: max(i for i, x in enumerate(lines) if x.strip().startswith("+--")),
+    "nvidia-smi-xml": lambda lines: max(i for i, x in enumerate(lines) if "</nvidia_smi_log>" in x),
+}
+COMPLETE = [
+    c
+    for c in CASES
+    if c.parent.name in END_MARKER
+    and not c.read_text().lstrip().startswith("{")
+    and json.loads(c.with_suffix(".json").read_text()).get("complete") is True
+]
+
+
+@pytest.mark.parametrize("case", COMPLETE, ids=[f"{p.parent.name}/{p.stem}" for p in COMPLETE])
+def test_cut_anywhere_before_the_end_is_never_complete(case: Path) -> None:
+    """Cut at every line and mid-line before the tool's last line (the summary, the table's
+    closing border, the closing tag): a ParseError or complete=False, never a pass."""
+    lines = case.read_text().splitlines(keepends=True)
+    end = END_MARKER[case.parent.name](lines)
+    cuts = ["".join(lines[:k]) for k in range(1, end + 1)]
+    cuts += ["".join(lines[:k]) + lines[k][: len(lines[k]) // 2] for k in range(end + 1)]
+    assert cuts
+    for text in cuts:
+        try:
+            got = parse(case.parent.name, text)
+        except ParseError:
+            continue
+        assert got.complete is False, text[-200:]  # type: ignore[attr-defined]

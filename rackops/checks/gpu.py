@@ -245,6 +245,20 @@ def _count_findings(present: list[int], want: int, profile: str, node: str | Non
 
 def check_nvlink(parsed: SmiNvlink, profile: Profile, *, node: str | None = None) -> list[Finding]:
     spec = profile.gpu
+    if not parsed.complete:
+        why = "; ".join(parsed.errors[:2]) or "the GPUs list different numbers of links (cut?)"
+        return [
+            Finding(
+                "GPU-000",
+                Status.ERROR,
+                Subject(node=node),
+                f"nvidia-smi nvlink output is incomplete: {why}",
+                None,
+                None,
+                None,
+                "rerun nvidia-smi nvlink -s; check the driver and fabric manager are up",
+            )
+        ]
     out = _count_findings([g.index for g in parsed.gpus], spec.count, profile.name, node)
     for g in parsed.gpus:
         subj = Subject(node=node, gpu=g.index, gpu_uuid=g.uuid)

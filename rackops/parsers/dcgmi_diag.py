@@ -145,6 +145,7 @@ def parse_dcgmi_diag(text: str) -> DcgmDiag:
     category: str | None = None
     msg_open = False
     table_seen = closed = False
+    width = 0  # of the table's rows: a border cut part-way does not close the table
     for raw in text.splitlines():
         line = raw.rstrip()
         stripped = line.strip()
@@ -154,7 +155,9 @@ def parse_dcgmi_diag(text: str) -> DcgmDiag:
             category, msg_open, table_seen, closed = m.group(1).strip(), False, True, False
             continue
         if stripped.startswith("+") and set(stripped) <= set("+-="):
-            closed = table_seen and bool(tests)
+            whole = stripped.endswith("+") and len(stripped) >= width
+            closed = table_seen and bool(tests) and whole
+            width = max(width, len(stripped)) if whole else width
             continue
         cells = _cells(stripped)
         if cells is None:
@@ -165,6 +168,7 @@ def parse_dcgmi_diag(text: str) -> DcgmDiag:
                 errors.append(stripped)
             continue
         table_seen, closed = True, False
+        width = max(width, len(stripped))
         name, value = cells
         value_s = value.strip()
         if name == "Diagnostic" and value_s == "Result":

@@ -82,7 +82,9 @@ _RANK = re.compile(
     r"\[([^\]]*)\]\s*(.*)$"
 )
 _FAIL = re.compile(
-    r"(Test (NCCL|CUDA)? ?failure|NCCL WARN|MPI_ABORT|mpirun noticed|"
+    r"(Test (NCCL|CUDA)? ?failure|\b(NCCL|CUDA) failure\b|NCCL WARN|MPI_ABORT|mpirun noticed|"
+    r"'unhandled (system|cuda) error|internal error - please report|'invalid usage|"
+    r"'remote process exited|"
     r"exited on signal|Segmentation fault|terminate called|^error:|"
     r"process returned a non-zero|Bitwise mismatches\s*:\s*[1-9]|"
     r"srun: error|DUE TO TIME LIMIT|Aborted)",
@@ -118,6 +120,7 @@ def parse_nccl_tests(text: str) -> NcclTests:
     rows: list[NcclRow] = []
     errors: list[str] = []
     header: list[str] | None = None
+    header_seen = headless = False  # a table whose header lines were cut off still has rows
     avg = avg_ok = oob = None
     for raw in text.splitlines():
         line = raw.strip()
@@ -147,6 +150,7 @@ def parse_nccl_tests(text: str) -> NcclTests:
             )
         elif "algbw" in body and "busbw" in body:
             header = body.split()
+            header_seen = True
         elif body.startswith("Out of bounds values"):
             oob = int(body.split(":", 1)[1].split()[0])
         elif body.startswith("Avg bus bandwidth"):
@@ -154,11 +158,13 @@ def parse_nccl_tests(text: str) -> NcclTests:
             avg = float(parts[0]) if parts else None
             avg_ok = {"OK": True, "FAILED": False}.get(parts[1]) if len(parts) > 1 else None
         elif (
-            header is not None
-            and (tokens := body.split())
+            (tokens := body.split())
             and tokens[0].isdigit()
             and (len(tokens) > 1 and tokens[1].isdigit())
+            and (header is not None or (header := _inferred_header(tokens)) is not None)
         ):
+            if not header_seen:
+                headless = True
             rows.append(_row(tokens, header, line))
         elif _FAIL.search(body) or body.startswith("error:"):
             errors.append(line)
@@ -194,6 +200,7 @@ def parse_nccl_tests(text: str) -> NcclTests:
         and avg is not None
         and oob is not None
         and not errors
+        and not headless
         and (concluded or generation != "2025")
     )
     return NcclTests(
@@ -210,6 +217,26 @@ def parse_nccl_tests(text: str) -> NcclTests:
         tuple(errors),
         complete,
     )
+
+
+_DTYPES = {
+    "int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "float", "double",
+    "bfloat16", "fp8_e4m3", "fp8_e5m2", "char", "int", "float16", "float32", "float64",
+}  # fmt: skip
+_REDOPS = {"sum", "prod", "max", "min", "avg", "none", "premulsum"}
+
+
+def _inferred_header(tokens: list[str]) -> list[str] | None:
+    """The header of a data row whose header lines were cut off: size count type redop
+    [root] then out-of-place and in-place time/algbw/busbw/#wrong."""
+    if len(tokens) < 12 or tokens[2] not in _DTYPES or tokens[3] not in _REDOPS:
+        return None
+    place = ["time", "algbw", "busbw", "#wrong"]
+    if len(tokens) == 13 and re.fullmatch(r"-?\d+", tokens[4]):
+        return ["size", "count", "type", "redop", "root", *place, *place]
+    if len(tokens) == 12:
+        return ["size", "count", "type", "redop", *place, *place]
+    return None
 
 
 def _row(tokens: list[str], header: list[str], line: str) -> NcclRow:

@@ -288,14 +288,24 @@ class NvlinkGpu:
 @dataclass(frozen=True)
 class SmiNvlink:
     gpus: tuple[NvlinkGpu, ...]
+    errors: tuple[str, ...] = ()
+    # every GPU lists as many links as the others and no error line: a cut output (the last
+    # GPU's links missing) or an NVML error is never complete
+    complete: bool = True
 
 
 _NV_GPU = re.compile(r"^GPU\s+(\d+):\s*(.*?)\s*(?:\(UUID:\s*([^)]+)\))?\s*$")
 _NV_LINK = re.compile(r"^Link\s+(\d+):\s*(.*)$")
 
 
+_NV_ERROR = re.compile(
+    r"(fail|error|unable|not supported|unknown|no devices were found|insufficient)", re.I
+)
+
+
 def parse_smi_nvlink(text: str) -> SmiNvlink:
     gpus: list[list[Any]] = []
+    errors: list[str] = []
     for raw in text.splitlines():
         line = raw.strip()
         if not line:
@@ -308,8 +318,16 @@ def parse_smi_nvlink(text: str) -> SmiNvlink:
             gpus[-1][3].append(
                 NvLink(int(m.group(1)), not inactive, None if inactive else num(status))
             )
+        elif _NV_ERROR.search(line):
+            errors.append(line)
         elif gpus:
             raise ParseError(f"unexpected line in nvlink output: {line!r}")
     if not gpus:
+        if errors:
+            return SmiNvlink((), tuple(errors), False)
         raise ParseError("no 'GPU n:' line: this is not 'nvidia-smi nvlink -s' output")
-    return SmiNvlink(tuple(NvlinkGpu(g[0], g[1], g[2], tuple(g[3])) for g in gpus))
+    counts = {len(g[3]) for g in gpus}
+    complete = not errors and len(counts) == 1 and counts != {0}
+    return SmiNvlink(
+        tuple(NvlinkGpu(g[0], g[1], g[2], tuple(g[3])) for g in gpus), tuple(errors), complete
+    )

@@ -179,12 +179,16 @@ def parse_perftest(text: str) -> Perftest:
     header = lines[header_idx]
     table: list[list[float]] = []
     closed = False
+    # the closing border is as long as the border above the header: a border cut part-way
+    # (the output ended inside it) does not close the table
+    borders = [len(x.strip()) for x in lines[:header_idx] if set(x.strip()) == {"-"}]
+    width = max(borders, default=20)
     for ln in lines[header_idx + 1 :]:
         tokens = ln.split()
         if tokens and all(_NUMBER.match(t) for t in tokens):
             table.append([float(t) for t in tokens])
         elif ln.strip().startswith("---") and table:
-            closed = True
+            closed = set(ln.strip()) == {"-"} and len(ln.strip()) >= width
             break
     is_bw = "BW" in header
     kind = "bw" if is_bw else "lat"
