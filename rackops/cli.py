@@ -152,7 +152,8 @@ def _cmd_lab(args: argparse.Namespace) -> int:
         dest = Path(args.dest or "build/lab-repo")
         pkgs = build_repo(dest, DEFAULT_VERSIONS)
         print(
-            f"lab: {len(pkgs)} stand-in packages in {dest} (apt: deb [trusted=yes] "
+            f"lab: {len(pkgs)} stand-in packages in {dest}, signed (apt: deb "
+            f"[signed-by={dest.resolve()}/rackops-lab-archive-keyring.gpg] "
             f"file:{dest.resolve()} ./)"
         )
         return ExitCode.OK

@@ -390,3 +390,29 @@ def test_the_collection_runs_the_same_roles(converged: LabState, tmp_path: Path)
     assert r.returncode == 0, r.stdout[-3000:]
     assert "rackops.rackops.hugepages" in r.stdout
     assert all(v["changed"] == 0 for v in recap(r.stdout).values()), r.stdout[-3000:]
+
+
+def test_the_stand_in_repository_is_signed_and_verified(rack: LabState) -> None:
+    """apt reads the stand-in vendor repository through `signed-by=` its own key, as from a
+    vendor: the index verifies, and a copy whose Packages was altered is refused."""
+    cfg = rack.workdir / "ssh_config"
+    sources = on_target(cfg, "node01", "cat /etc/apt/sources.list.d/*.list")
+    assert "signed-by=/srv/rackops-repo/rackops-lab-archive-keyring.gpg" in sources
+    assert "trusted=yes" not in sources
+    ok = on_target(cfg, "node01", "sudo apt-get update 2>&1")
+    assert "rackops-repo" in ok and "NO_PUBKEY" not in ok and "not signed" not in ok
+    tampered = subprocess.run(
+        [
+            "ssh", "-F", str(cfg), "node01",
+            "set -e; rm -rf /tmp/evil && cp -r /srv/rackops-repo /tmp/evil"
+            " && echo 'Package: extra' >> /tmp/evil/Packages"
+            " && echo 'deb [signed-by=/srv/rackops-repo/rackops-lab-archive-keyring.gpg]"
+            " file:/tmp/evil ./' | sudo tee /etc/apt/sources.list.d/evil.list >/dev/null"
+            " && (sudo apt-get update 2>&1; echo rc=$?)"
+            " ; sudo rm -f /etc/apt/sources.list.d/evil.list",
+        ],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    out = tampered.stdout
+    assert "evil" in out and ("Hash Sum mismatch" in out or "mismatch" in out.lower()), out
+    assert "rc=0" not in out or "E: " in out, out

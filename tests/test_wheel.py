@@ -61,6 +61,7 @@ def test_lint_render_and_dry_run_from_the_wheel(installed: Path, rack: str, tmp_
     render = _run(installed, "render", "-i", inv, "-o", str(tmp_path / "out"), cwd=tmp_path)
     assert render.returncode == 0, render.stdout + render.stderr
     golden = ROOT / "tests/golden/render" / rack
+
     def body(p: Path) -> list[str]:  # provenance lines name the inventory path as given
         return [x for x in p.read_text().splitlines() if "rendered by rackops" not in x]
 

@@ -151,7 +151,8 @@ def ensure_image(engine: Engine, workdir: Path, suite: str, systemd: bool, log: 
         " && chmod 440 /etc/sudoers.d/ci && chmod 755 /usr/local/sbin/lab-init"
         " && rm -f /etc/ssh/ssh_host_* && ssh-keygen -A"
         " && rm -f /etc/apt/sources.list && rm -rf /etc/apt/sources.list.d/*"
-        " && echo 'deb [trusted=yes] file:/srv/rackops-repo ./'"
+        " && echo 'deb [signed-by=/srv/rackops-repo/rackops-lab-archive-keyring.gpg]"
+        " file:/srv/rackops-repo ./'"
         " > /etc/apt/sources.list.d/rackops-lab.list\n"
     )
     if systemd:

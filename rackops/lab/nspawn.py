@@ -43,7 +43,8 @@ echo 'ci ALL=(ALL) NOPASSWD:ALL' > /etc/sudoers.d/ci && chmod 440 /etc/sudoers.d
 chmod 755 /usr/local/sbin/lab-init
 rm -f /etc/ssh/ssh_host_* && ssh-keygen -A >/dev/null
 rm -f /etc/apt/sources.list /etc/hostname && rm -rf /etc/apt/sources.list.d/*
-echo 'deb [trusted=yes] file:/srv/rackops-repo ./' > /etc/apt/sources.list.d/rackops-lab.list
+echo 'deb [signed-by=/srv/rackops-repo/rackops-lab-archive-keyring.gpg] file:/srv/rackops-repo ./' \
+  > /etc/apt/sources.list.d/rackops-lab.list
 mkdir -p /lab/ssh /srv/rackops-repo /etc/rackops-hwsim
 systemctl enable rackops-lab-init.service ssh.service lldpd.service >/dev/null 2>&1
 systemctl mask systemd-logind.service getty@.service console-getty.service getty.target \

@@ -272,4 +272,53 @@ def build_repo(dest: Path, versions: Versions) -> list[Package]:
         text=True,
     ).stdout
     (dest / "Packages").write_text(index)
+    sign_repo(dest, dest.parent / "gnupg")
     return pkgs
+
+
+KEYRING = "rackops-lab-archive-keyring.gpg"  # in the repository, as vendors publish theirs
+KEY_UID = "rackops lab stand-in repository <lab@rackops.invalid>"
+
+
+def _gpg(home: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(
+        ["gpg", "--batch", "--yes", "--homedir", str(home), "--pinentry-mode", "loopback",
+         "--passphrase", "", *args],
+        input=stdin, capture_output=True, text=True, check=False, timeout=120,
+    )  # fmt: skip
+    if proc.returncode != 0:
+        raise RackopsError(f"gpg {args[0]} failed: {proc.stderr.strip()[-300:]}")
+    return proc
+
+
+def sign_repo(dest: Path, home: Path) -> None:
+    """A Release file over Packages, signed (InRelease and Release.gpg) with the lab's own
+    key, and that key's public keyring beside it: targets use the repository with
+    `signed-by=` exactly as they would a vendor's, and apt verifies every index it reads.
+    The key is made once per lab directory and never leaves it."""
+    import hashlib
+    from email.utils import formatdate
+
+    if shutil.which("gpg") is None:
+        raise RackopsError("gpg not found: install gnupg (apt-get install gnupg)")
+    home.mkdir(mode=0o700, exist_ok=True)
+    if not _gpg(home, "--list-secret-keys", "--with-colons").stdout.strip():
+        _gpg(home, "--quick-generate-key", KEY_UID, "rsa3072", "sign", "never")
+    data = (dest / "Packages").read_bytes()
+    release = "\n".join(
+        [
+            "Origin: rackops-lab",
+            "Label: rackops lab stand-in vendor repository",
+            "Suite: stable",
+            "Codename: rackops-lab",
+            f"Date: {formatdate(usegmt=True)}",
+            "Architectures: all amd64 arm64",
+            "SHA256:",
+            f" {hashlib.sha256(data).hexdigest()} {len(data)} Packages",
+            "",
+        ]
+    )
+    (dest / "Release").write_text(release)
+    _gpg(home, "--clearsign", "-o", str(dest / "InRelease"), str(dest / "Release"))
+    _gpg(home, "--detach-sign", "-o", str(dest / "Release.gpg"), str(dest / "Release"))
+    _gpg(home, "--export", "-o", str(dest / KEYRING), KEY_UID)
