@@ -5,6 +5,7 @@ while the connection stays up."""
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 import paramiko
 import pytest
@@ -111,3 +112,30 @@ def test_the_session_slot_is_given_back_when_the_channel_is_refused(
     assert result.error is not None and "could not start" in result.error
     assert ex._sessions["n1"].acquire(blocking=False)  # the one slot is free again
     assert isinstance(ex._sessions["n1"], threading.Semaphore)
+
+
+def test_ssh_settings_follow_ssh_config_and_the_hosts_ssh_args(tmp_path: Path) -> None:
+    """Explicit inventory values first, then ansible_ssh_common_args, then ssh_config."""
+    from rackops.validate.executor import Target, resolve
+
+    cfg = tmp_path / "config"
+    cfg.write_text(
+        "Host node7\n  HostName 10.9.0.7\n  User ops\n  Port 2222\n"
+        "  IdentityFile ~/.ssh/rack\n  ProxyJump bastion.example,admin@inner:2200\n"
+        "Host node8\n  HostName 10.9.0.8\n  ProxyCommand nc -x proxy:1080 %h %p\n"
+    )
+    s = resolve(Target("node7", "node7"), cfg)
+    assert (s.host, s.port, s.user) == ("10.9.0.7", 2222, "ops")
+    assert s.key_files[0].endswith("/.ssh/rack")
+    assert s.jump == ("bastion.example", "admin@inner:2200")
+    explicit = resolve(Target("node7", "node7", 22, user="ci", key_file="/k"), cfg)
+    assert (explicit.user, explicit.key_files) == ("ci", ("/k",))
+    args = ("-o", "StrictHostKeyChecking=no", "-o UserKnownHostsFile=/dev/null", "-J", "jh:22")
+    s = resolve(Target("node7", "node7", ssh_args=args), cfg)
+    assert s.jump == ("jh:22",) and s.strict == "no" and s.known_hosts == "/dev/null"
+    s = resolve(Target("node8", "node8"), cfg)
+    assert s.proxy_command == "nc -x proxy:1080 10.9.0.8 22" and s.jump == ()
+    other = tmp_path / "other"
+    other.write_text("Host node7\n  HostName 10.1.1.1\n")
+    s = resolve(Target("node7", "node7", ssh_args=("-F", str(other))), cfg)
+    assert s.host == "10.1.1.1" and s.jump == ()

@@ -416,3 +416,33 @@ def test_the_stand_in_repository_is_signed_and_verified(rack: LabState) -> None:
     out = tampered.stdout
     assert "evil" in out and ("Hash Sum mismatch" in out or "mismatch" in out.lower()), out
     assert "rc=0" not in out or "E: " in out, out
+
+
+def test_a_node_behind_a_bastion_is_reached_through_proxyjump(
+    rack: LabState, tmp_path: Path
+) -> None:
+    """The validation executor honours ProxyJump (here from ansible_ssh_common_args, the jump
+    host's settings from ssh_config): node02 is reached through node01, and sees node01 as
+    the client."""
+    from rackops.validate.executor import SshExecutor, Target
+
+    n1, n2 = rack.nodes
+    cfg = tmp_path / "ssh_config"
+    cfg.write_text(
+        f"Host bastion\n  HostName {n1.ssh_host}\n  Port {n1.ssh_port}\n  User ci\n"
+        f"  IdentityFile {rack.key}\n  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n"
+    )
+    ex = SshExecutor(ssh_config=cfg)
+    target = Target(
+        "node02",
+        n2.mgmt_ip,
+        22,
+        user="ci",
+        key_file=str(rack.key),
+        ssh_args=("-o", "StrictHostKeyChecking=no", "-J", "bastion"),
+    )
+    r = ex.run(target, ["sh", "-c", "echo $SSH_CONNECTION; hostname"], 30)
+    assert r.rc == 0, (r.stderr, r.error)
+    client_ip, *_ = r.stdout.split()
+    assert client_ip == n1.mgmt_ip, r.stdout
+    assert r.stdout.split()[-1] == "node02"

@@ -43,6 +43,8 @@ CONNECTION_VARS = (
     "ansible_user",
     "ansible_become",
     "ansible_ssh_private_key_file",
+    "ansible_ssh_common_args",
+    "ansible_ssh_extra_args",
 )
 NODE_GROUP = "gpu_nodes"
 SWITCH_GROUP = "switches"

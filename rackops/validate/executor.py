@@ -20,10 +20,12 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import paramiko
 
 TIMEOUT_RC = 124  # coreutils timeout
+USER_SSH_CONFIG = Path("~/.ssh/config").expanduser()  # as OpenSSH reads it
 # sshd may send a command's exit status before the last of its output: after the status,
 # keep reading until the channel reports EOF, for at most this long.
 EOF_GRACE_S = 5.0
@@ -40,6 +42,70 @@ class Target:
     user: str | None = None
     key_file: str | None = None
     become: bool = False
+    # the host's OpenSSH arguments as Ansible passes them (ansible_ssh_common_args and
+    # ansible_ssh_extra_args): -o Key=Value, -J jump, -F config, -i key, -p port, -l user
+    ssh_args: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SshSettings:
+    """Where and how to connect, as OpenSSH would: explicit inventory values first, then
+    the host's ssh arguments, then ssh_config (~/.ssh/config, or -F)."""
+
+    host: str
+    port: int
+    user: str | None
+    key_files: tuple[str, ...]
+    jump: tuple[str, ...]  # ProxyJump hops, [user@]host[:port], outermost first
+    proxy_command: str | None
+    strict: str | None  # StrictHostKeyChecking as configured (yes|no|accept-new|...)
+    known_hosts: str | None  # UserKnownHostsFile
+
+
+def _ssh_options(args: Sequence[str]) -> tuple[dict[str, str], str | None]:
+    """`-o Key=Value` (and -J, -i, -p, -l) into ssh_config keywords; the -F file."""
+    opts: dict[str, str] = {}
+    config: str | None = None
+    flag = {"-J": "proxyjump", "-i": "identityfile", "-p": "port", "-l": "user"}
+    it = iter(args)
+    for a in it:
+        if a == "-o":
+            a = "-o" + next(it, "")
+        if a.startswith("-o"):
+            key, _, value = a[2:].strip().replace(" ", "=", 1).partition("=")
+            opts.setdefault(key.strip().lower(), value.strip())
+        elif a == "-F":
+            config = next(it, None)
+        elif a in flag:
+            opts.setdefault(flag[a], next(it, ""))
+    return opts, config
+
+
+def resolve(t: Target, default_config: Path | None = None) -> SshSettings:
+    opts, config_file = _ssh_options(t.ssh_args)
+    cfg_path = Path(config_file).expanduser() if config_file else default_config
+    found: dict[str, Any] = {}
+    if cfg_path is not None and cfg_path.is_file():
+        found = dict(paramiko.SSHConfig.from_path(str(cfg_path)).lookup(t.host))
+    merged = {**found, **opts}
+    jump = merged.get("proxyjump")
+    keys = merged.get("identityfile") or []
+    return SshSettings(
+        host=str(merged.get("hostname", t.host)),
+        port=t.port if t.port != 22 or "port" not in merged else int(merged["port"]),
+        user=t.user or merged.get("user"),
+        key_files=(t.key_file,) if t.key_file else tuple([keys] if isinstance(keys, str) else keys),
+        jump=tuple(h.strip() for h in jump.split(",")) if jump and jump.lower() != "none" else (),
+        proxy_command=merged.get("proxycommand") if not jump else None,
+        strict=merged.get("stricthostkeychecking"),
+        known_hosts=merged.get("userknownhostsfile"),
+    )
+
+
+def _hop(spec: str) -> tuple[str | None, str, int]:
+    user, _, rest = spec.rpartition("@")
+    host, _, port = rest.partition(":")
+    return user or None, host, int(port) if port else 22
 
 
 @dataclass
@@ -145,7 +211,10 @@ class SshExecutor:
         connect_timeout: float = 10,
         known_hosts: Path | None = None,
         max_sessions: int = 8,
+        ssh_config: Path | None = USER_SSH_CONFIG,
     ) -> None:
+        self.ssh_config = ssh_config
+        self._jumps: dict[str, paramiko.SSHClient] = {}
         self.accept_new = accept_new_host_keys
         self.connect_timeout = connect_timeout
         self.known_hosts = known_hosts
@@ -167,34 +236,85 @@ class SshExecutor:
             transport = client.get_transport() if client is not None else None
             if client is not None and transport is not None and transport.is_active():
                 return client
-            client = paramiko.SSHClient()
-            if self.known_hosts is not None:
-                client.load_host_keys(str(self.known_hosts))
-            else:
-                client.load_system_host_keys()
-            client.set_missing_host_key_policy(
-                paramiko.AutoAddPolicy() if self.accept_new else paramiko.RejectPolicy()
-            )
+            s = resolve(t, self.ssh_config)
             try:
+                sock = self._sock(s)
+                client = self._new_client(s)
                 client.connect(
-                    t.host,
-                    port=t.port,
-                    username=t.user,
-                    key_filename=t.key_file,
+                    s.host,
+                    port=s.port,
+                    username=s.user,
+                    key_filename=s.key_files[0] if s.key_files else None,
                     timeout=self.connect_timeout,
                     banner_timeout=self.connect_timeout,
                     auth_timeout=self.connect_timeout,
                     allow_agent=False,
-                    look_for_keys=t.key_file is None,
+                    look_for_keys=not s.key_files,
+                    sock=sock,
                 )
             except (TimeoutError, OSError, paramiko.SSHException) as exc:
                 reason = str(exc) or type(exc).__name__
                 if isinstance(exc, paramiko.SSHException) and "not found in known_hosts" in reason:
                     reason += " (verify the key, or pass --accept-new-host-keys)"
-                self._failed[t.name] = f"cannot connect to {t.host}:{t.port}: {reason}"
+                via = f" via {' -> '.join(s.jump)}" if s.jump else ""
+                self._failed[t.name] = f"cannot connect to {s.host}:{s.port}{via}: {reason}"
                 raise Unreachable(self._failed[t.name]) from exc
             self._clients[t.name] = client
             return client
+
+    def _new_client(self, s: SshSettings) -> paramiko.SSHClient:
+        client = paramiko.SSHClient()
+        known = self.known_hosts or (Path(s.known_hosts).expanduser() if s.known_hosts else None)
+        if s.known_hosts == "/dev/null":
+            pass  # the host's own ssh settings keep no known hosts
+        elif known is not None:
+            if known.is_file():
+                client.load_host_keys(str(known))
+        else:
+            client.load_system_host_keys()
+        # --accept-new-host-keys, or the host's own StrictHostKeyChecking no|accept-new
+        accept = self.accept_new or (s.strict or "").lower() in ("no", "accept-new", "off")
+        client.set_missing_host_key_policy(
+            paramiko.AutoAddPolicy() if accept else paramiko.RejectPolicy()
+        )
+        return client
+
+    def _sock(self, s: SshSettings) -> Any:
+        """A channel through the ProxyJump hops (each a full SSH connection with its own
+        host-key check), or a ProxyCommand; None to connect directly."""
+        if s.proxy_command:
+            cmd = s.proxy_command.replace("%h", s.host).replace("%p", str(s.port))
+            return paramiko.ProxyCommand(cmd)
+        sock: Any = None
+        hops = list(s.jump)
+        for i, spec in enumerate(hops):
+            user, host, port = _hop(spec)
+            key = f"{spec}|{'|'.join(hops[:i])}"
+            with self._global:
+                jump = self._jumps.get(key)
+            transport = jump.get_transport() if jump is not None else None
+            if jump is None or transport is None or not transport.is_active():
+                hop = resolve(Target(host, host, port, user), self.ssh_config)
+                jump = self._new_client(hop)
+                jump.connect(
+                    hop.host,
+                    port=hop.port,
+                    username=hop.user,
+                    key_filename=hop.key_files[0] if hop.key_files else None,
+                    timeout=self.connect_timeout,
+                    banner_timeout=self.connect_timeout,
+                    auth_timeout=self.connect_timeout,
+                    allow_agent=False,
+                    look_for_keys=not hop.key_files,
+                    sock=sock,
+                )
+                with self._global:
+                    self._jumps[key] = jump
+                transport = jump.get_transport()
+            assert transport is not None
+            nxt = _hop(hops[i + 1])[1:] if i + 1 < len(hops) else (s.host, s.port)
+            sock = transport.open_channel("direct-tcpip", nxt, ("127.0.0.1", 0))
+        return sock
 
     def start(
         self, t: Target, argv: Sequence[str], timeout: float, become: bool | None = None

@@ -7,6 +7,7 @@ it finishes; a step already in ``results.jsonl`` is not run again (``--resume``)
 from __future__ import annotations
 
 import random
+import shlex
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -56,6 +57,12 @@ def targets_from_inventory(result: LoadResult, cluster: Cluster) -> dict[str, Ta
             user=v.get("ansible_user"),
             key_file=v.get("ansible_ssh_private_key_file"),
             become=become,
+            ssh_args=tuple(
+                shlex.split(
+                    f"{v.get('ansible_ssh_common_args') or ''} "
+                    f"{v.get('ansible_ssh_extra_args') or ''}"
+                )
+            ),
         )
     return out
 
