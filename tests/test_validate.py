@@ -275,3 +275,34 @@ def test_html_report_renders_in_chromium(run_dir: RunDir, tmp_path: Path) -> Non
     assert dom.count('class="culprit"') == 1 and "n4 mlx5_1" in dom
     assert dom.count('class="heatmap"') == len(RAILS)
     assert dom.count('<td class="FAIL">150</td>') == 2 * 5  # n4's row and column on rail 1
+
+
+@pytest.mark.parametrize(
+    ("content", "needle"),
+    [
+        ("", "no result recorded"),
+        ('{"id": "n1/ibstat", "kind": "node"\n', "line 1 is not a result"),
+        ("garbage\n\x00\xff\n", "line 1, 2 is not a result"),
+        ('["a list"]\n', "line 1 is not a result"),
+    ],
+    ids=["empty", "cut-line", "garbage", "not-a-record"],
+)
+def test_a_run_directory_without_readable_results_is_never_accepted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str, needle: str
+) -> None:
+    (tmp_path / "results.jsonl").write_text(content, errors="surrogateescape")
+    assert main(["report", str(tmp_path)]) == 3
+    out = capsys.readouterr().out
+    assert "UNDECIDED" in out and "RUN-001" in out and needle in out, out
+
+
+def test_a_cut_line_is_reported_beside_the_good_records_and_resume_drops_it(
+    run_dir: RunDir, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with run_dir.results.open("a") as fh:
+        fh.write('{"id": "pair/n1-n2/rail0", "kind": "pa')  # the crash cut this line
+    report, verdict = write_reports(run_dir)
+    assert verdict.exit_code == 2  # the culprits stand; the cut step is an error beside them
+    assert any(e["code"] == "RUN-001" for e in report["errors"])
+    again = RunDir(run_dir.path)
+    assert again.compact() == 1 and again.records() and again.unreadable == []

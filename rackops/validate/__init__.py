@@ -64,6 +64,8 @@ def validate(
         if path.exists() and any(path.iterdir()):
             raise RackopsError(f"{path} exists and is not empty; use --resume {path}")
     rundir = RunDir(path)
+    if resume and (dropped := rundir.compact()):
+        progress(f"resume: {dropped} unreadable line(s) of {rundir.results} dropped; run again")
     if not resume:
         rundir.write_json(
             "run.json",

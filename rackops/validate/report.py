@@ -13,6 +13,7 @@ import jinja2
 import markupsafe
 
 from rackops import data
+from rackops.findings import Finding, Status, Subject
 from rackops.validate.localise import Verdict, localise
 from rackops.validate.rundir import RunDir
 
@@ -21,9 +22,30 @@ STATUS_VALUE = {"OK": 0, "WARN": 1, "ERROR": 2, "FAIL": 3}
 MATRIX_MAX_NODES = 48  # above this, one row per node (its slowest link per rail), not n × n
 
 
+def verdict_of(run: RunDir, records: list[dict[str, Any]]) -> Verdict:
+    """The localised verdict, and what the run directory itself lacks: a run with no
+    result, or with lines that are not results, is never accepted."""
+    verdict = localise(records)
+    problems = []
+    if not records:
+        problems.append(f"{run.results}: no result recorded; the run did not happen")
+    if run.unreadable:
+        lines = ", ".join(str(n) for n in run.unreadable[:5])
+        more = f" (+{len(run.unreadable) - 5} more)" if len(run.unreadable) > 5 else ""
+        problems.append(
+            f"{run.results}: line {lines}{more} is not a result (cut by a crash?): those "
+            f"steps are unknown; rackops validate --resume {run.path} runs them again"
+        )
+    for msg in problems:
+        verdict.errors.append(
+            Finding("RUN-001", Status.ERROR, Subject(), msg).as_dict() | {"step": "results"}
+        )
+    return verdict
+
+
 def build_report(run: RunDir) -> dict[str, Any]:
     records = run.records()
-    verdict = localise(records)
+    verdict = verdict_of(run, records)
     meta = run.read_json("run.json") if (run.path / "run.json").exists() else {}
     nodes: dict[str, dict[str, str]] = defaultdict(dict)
     for rec in records:
@@ -384,4 +406,4 @@ def write_reports(run: RunDir) -> tuple[dict[str, Any], Verdict]:
         "#!/bin/sh\n# Actions for rejected nodes (rackops validate --apply-actions runs them)\n"
         + "".join(shlex.join(c) + "\n" for c in actions(report))
     )
-    return report, localise(records)
+    return report, verdict_of(run, records)

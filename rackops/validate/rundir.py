@@ -21,6 +21,7 @@ class RunDir:
         self.raw = path / "raw"
         self.results = path / "results.jsonl"
         self._lock = threading.Lock()
+        self.unreadable: list[int] = []  # results.jsonl lines that are not a record
         self.raw.mkdir(parents=True, exist_ok=True)
 
     def done_ids(self) -> set[str]:
@@ -30,12 +31,30 @@ class RunDir:
         if not self.results.exists():
             return []
         out = []
-        for line in self.results.read_text().splitlines():
+        bad = []
+        for n, line in enumerate(self.results.read_text(errors="replace").splitlines(), 1):
             try:
-                out.append(json.loads(line))
+                rec = json.loads(line)
             except json.JSONDecodeError:
-                continue  # a line cut by a crash: that step runs again on --resume
+                rec = None
+            if isinstance(rec, dict) and {"id", "kind", "findings"} <= rec.keys():
+                out.append(rec)
+            elif line.strip():
+                bad.append(n)  # cut by a crash, or not ours: the report says so
+        self.unreadable = bad
         return out
+
+    def compact(self) -> int:
+        """Drop the lines that are not records (a crash cut them; --resume runs their steps
+        again). How many were dropped."""
+        records = self.records()
+        dropped = len(self.unreadable)
+        if dropped:
+            tmp = self.results.with_suffix(".jsonl.tmp")
+            tmp.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in records))
+            tmp.replace(self.results)
+            self.unreadable = []
+        return dropped
 
     def save_output(self, step_id: str, result: CommandResult) -> dict[str, Any]:
         stem = _SAFE.sub("_", step_id)
