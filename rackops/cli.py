@@ -61,13 +61,27 @@ def _cmd_lint(args: argparse.Namespace) -> int:
     return int(report.exit_code)
 
 
+# The largest tool output rackops reads: the biggest real one (ibnetdiscover of a few
+# thousand ports, a DCGM level-4 log) is a few MB. Larger input is refused at once rather
+# than parsed for minutes in gigabytes (bench/README.md has the measurement).
+MAX_INPUT_BYTES = 16 * 1024 * 1024
+
+
 def _read_input(path: str) -> str:
-    if path == "-":
-        return sys.stdin.read()
     try:
-        return Path(path).read_text(encoding="utf-8", errors="replace")
+        if path == "-":
+            raw = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
+        else:
+            with Path(path).open("rb") as fh:
+                raw = fh.read(MAX_INPUT_BYTES + 1)
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror}") from exc
+    if len(raw) > MAX_INPUT_BYTES:
+        raise InputError(
+            f"{path}: more than {MAX_INPUT_BYTES >> 20} MB; no tool output rackops reads is "
+            f"that large — pass the tool's own output, not a concatenation or a binary file"
+        )
+    return raw.decode("utf-8", errors="replace")
 
 
 def _cmd_parse(args: argparse.Namespace) -> int:

@@ -132,3 +132,15 @@ def test_cut_anywhere_before_the_end_is_never_complete(case: Path) -> None:
         except ParseError:
             continue
         assert got.complete is False, text[-200:]  # type: ignore[attr-defined]
+
+
+def test_an_input_larger_than_any_tool_output_is_refused_at_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from rackops.cli import MAX_INPUT_BYTES
+
+    big = tmp_path / "big.txt"
+    one = (FIXTURES / "ibstat/h100x8-ndr-healthy.txt").read_text()
+    big.write_text(one * (MAX_INPUT_BYTES // len(one) + 2))
+    assert main(["parse", "ibstat", str(big)]) == 3
+    assert "more than 16 MB" in capsys.readouterr().err
