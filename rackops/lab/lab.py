@@ -25,7 +25,7 @@ from rackops.lab.engine import LABEL, Engine, LabError
 from rackops.lab.hoststate import restore, snapshot
 from rackops.lab.inventory import RAILS, netdev, write_inventory
 from rackops.lab.model import MGMT_NET, RAIL_NET, LabNode, LabState
-from rackops.lab.repo import build_repo
+from rackops.lab.repo import APT_SOURCE, build_repo
 from rackops.lab.scenario import Scenario, load_scenario
 from rackops.lab.targets import NspawnTargets, PodmanTargets, targets_of
 from rackops.lab.wiring import Wiring, as_json, wiring
@@ -85,7 +85,8 @@ def lab_workdir(path: str | None) -> Path:
 def image_rev() -> str:
     """What the image is made of, as a short hash: a change of packages or of lab-init
     builds a new image instead of reusing a cached one without them."""
-    return hashlib.sha256(("\n".join(PACKAGES) + LAB_INIT + INIT_UNIT).encode()).hexdigest()[:8]
+    parts = ["\n".join(PACKAGES), LAB_INIT, INIT_UNIT, APT_SOURCE, nspawn.PREPARE]
+    return hashlib.sha256("".join(parts).encode()).hexdigest()[:8]
 
 
 def _cache_dir(workdir: Path) -> Path:
@@ -151,8 +152,7 @@ def ensure_image(engine: Engine, workdir: Path, suite: str, systemd: bool, log: 
         " && chmod 440 /etc/sudoers.d/ci && chmod 755 /usr/local/sbin/lab-init"
         " && rm -f /etc/ssh/ssh_host_* && ssh-keygen -A"
         " && rm -f /etc/apt/sources.list && rm -rf /etc/apt/sources.list.d/*"
-        " && echo 'deb [signed-by=/srv/rackops-repo/rackops-lab-archive-keyring.gpg]"
-        " file:/srv/rackops-repo ./'"
+        f" && echo '{APT_SOURCE}'"
         " > /etc/apt/sources.list.d/rackops-lab.list\n"
     )
     if systemd:

@@ -33,6 +33,7 @@ from pathlib import Path
 
 from rackops.lab.engine import LabError
 from rackops.lab.model import LabNode, LabState
+from rackops.lab.repo import APT_SOURCE
 
 MGMT = "198.19.64"
 BRIDGE_MGMT = "rkl-mgmt"
@@ -43,14 +44,13 @@ echo 'ci ALL=(ALL) NOPASSWD:ALL' > /etc/sudoers.d/ci && chmod 440 /etc/sudoers.d
 chmod 755 /usr/local/sbin/lab-init
 rm -f /etc/ssh/ssh_host_* && ssh-keygen -A >/dev/null
 rm -f /etc/apt/sources.list /etc/hostname && rm -rf /etc/apt/sources.list.d/*
-echo 'deb [signed-by=/srv/rackops-repo/rackops-lab-archive-keyring.gpg] file:/srv/rackops-repo ./' \
-  > /etc/apt/sources.list.d/rackops-lab.list
+echo '@APT_SOURCE@' > /etc/apt/sources.list.d/rackops-lab.list
 mkdir -p /lab/ssh /srv/rackops-repo /etc/rackops-hwsim
 systemctl enable rackops-lab-init.service ssh.service lldpd.service >/dev/null 2>&1
 systemctl mask systemd-logind.service getty@.service console-getty.service getty.target \
   systemd-udevd.service systemd-udev-trigger.service systemd-remount-fs.service \
   systemd-networkd.service systemd-resolved.service >/dev/null 2>&1
-"""
+""".replace("@APT_SOURCE@", APT_SOURCE)
 
 
 def _run(cmd: list[str], *, check: bool = True, timeout: float = 60) -> str:

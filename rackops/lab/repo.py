@@ -277,6 +277,9 @@ def build_repo(dest: Path, versions: Versions) -> list[Package]:
 
 
 KEYRING = "rackops-lab-archive-keyring.gpg"  # in the repository, as vendors publish theirs
+TARGET_REPO = "/srv/rackops-repo"  # where targets see the repository (read-only)
+# the one apt source line every lab target gets (podman image, nspawn base)
+APT_SOURCE = f"deb [signed-by={TARGET_REPO}/{KEYRING}] file:{TARGET_REPO} ./"
 KEY_UID = "rackops lab stand-in repository <lab@rackops.invalid>"
 
 
