@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 from conftest import Rack
 
 from rackops.cli import main
@@ -543,3 +544,49 @@ def test_reading_an_inventory_never_runs_its_lookups(
     assert "tuning.yml:" in out and "--allow-lookups" in out
     assert main(["lint", "-i", str(roce.path), "--allow-lookups"]) == 0
     assert mark.exists()  # run only when asked
+
+
+EVIL = ["x;touch /tmp/rackops-pwned", "$(reboot)", "a b", "x\ninterface Ethernet9"]
+
+
+def _hca(r: Rack, field: str, value: str) -> None:
+    hcas = yaml.safe_load((r.path / "host_vars/node01.yml").read_text())["rackops_hcas"]
+    hcas[0][field] = value
+    r.hostvar("node01", "rackops_hcas", hcas)
+
+
+FIELDS_THAT_REACH_COMMANDS = {
+    # HCA device: perftest -d, NCCL_IB_HCA in nccl.conf, roce-qos.env DEVICES (sourced by sh)
+    "hca-device": (lambda r, v: _hca(r, "device", v), "rackops_hcas"),
+    # netdev: mlnx_qos -i, ethtool, ping -I, roce-qos.env / irq-affinity.env NETDEVS, netplan
+    "hca-netdev": (lambda r, v: _hca(r, "netdev", v), "rackops_hcas"),
+    # address: the perftest server address and the jumbo ping target
+    "hca-address": (lambda r, v: _hca(r, "address", v), "rackops_hcas"),
+    # port: a line of the EOS config and a key of SONiC/NVUE configs
+    "hca-port": (lambda r, v: _hca(r, "port", v), "rackops_hcas"),
+    "switch-port": (
+        lambda r, v: r.hostvar("leaf-r6", "rackops_switch_ports", ["Ethernet1/1", v]),
+        "rackops_switch_ports",
+    ),
+    # versions: apt package=version arguments and apt-cache madison in the roles
+    "ofed-version": (
+        lambda r, v: r.set("group_vars/all/versions.yml", "rackops_versions.ofed", v),
+        "rackops_versions",
+    ),
+    "dcgm-version": (
+        lambda r, v: r.set("group_vars/all/versions.yml", "rackops_versions.dcgm", v),
+        "rackops_versions",
+    ),
+}
+
+
+@pytest.mark.parametrize("evil", EVIL, ids=["semicolon", "subshell", "space", "newline"])
+@pytest.mark.parametrize("field", sorted(FIELDS_THAT_REACH_COMMANDS))
+def test_shell_metacharacters_in_fields_that_reach_commands_are_refused(
+    field: str, evil: str, roce: Rack, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mutate, key = FIELDS_THAT_REACH_COMMANDS[field]
+    mutate(roce, evil)
+    assert main(["lint", "-i", str(roce.path)]) == 2
+    out = capsys.readouterr().out
+    assert any("INV001" in line and key in line for line in out.splitlines()), out

@@ -53,6 +53,12 @@ def _priorities(values: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(sorted(values))
 
 
+# names that reach commands, scripts and switch configs: no spaces, quotes, $ ; | & or
+# newlines (a port name is a line of an EOS config; a netdev is a word of a shell script)
+PORT_NAME = r"^[A-Za-z0-9][A-Za-z0-9/_.:-]*$"
+PACKAGE_VERSION = r"^[0-9A-Za-z][0-9A-Za-z.+~:-]*$"  # Debian/RPM version characters
+
+
 class Hca(_Frozen):
     """One HCA of a node and where its cable goes."""
 
@@ -61,8 +67,20 @@ class Hca(_Frozen):
     rail: int = Field(ge=0, le=63)
     gpu: int = Field(ge=0, le=71, description="index of the GPU this HCA pairs with")
     switch: str = Field(min_length=1)
-    port: str = Field(min_length=1)
+    port: str = Field(pattern=PORT_NAME)
     address: str | None = Field(default=None, description="fabric IP address (RoCE)")
+
+    @field_validator("address")
+    @classmethod
+    def _ip(cls, v: str | None) -> str | None:
+        import ipaddress
+
+        if v is not None:
+            try:
+                ipaddress.ip_address(v)
+            except ValueError as exc:
+                raise ValueError(f"{v!r} is not an IP address") from exc
+        return v
 
 
 class HostQos(_Frozen):
@@ -217,6 +235,14 @@ class Switch(_Frozen):
     rail: int | None = Field(default=None, ge=0, le=63)
     ports: tuple[str, ...] = Field(min_length=1)
     mtu: int | None = Field(default=None, ge=1500, le=9216)
+
+    @field_validator("ports")
+    @classmethod
+    def _port_names(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        bad = [p for p in v if not re.fullmatch(PORT_NAME, p)]
+        if bad:
+            raise ValueError(f"port names {bad} hold characters no switch port name has")
+        return v
     qos: SwitchQos = SwitchQos()
     os_version: str | None = Field(default=None, pattern=r"^[0-9][0-9A-Za-z.\-]*$")
     port_lanes: dict[str, str] = Field(default_factory=dict)
@@ -337,11 +363,11 @@ class Fabric(_Frozen):
 class Versions(_Frozen):
     """Software versions to pin on every node, as exact package version strings."""
 
-    ofed: str = Field(min_length=1)
+    ofed: str = Field(pattern=PACKAGE_VERSION)
     driver: str = Field(pattern=r"^\d+\.\d+(\.\d+)?$")
-    driver_branch: str | None = None
-    fabric_manager: str | None = None
-    dcgm: str = Field(min_length=1)
+    driver_branch: str | None = Field(default=None, pattern=r"^\d+$")
+    fabric_manager: str | None = Field(default=None, pattern=PACKAGE_VERSION)
+    dcgm: str = Field(pattern=PACKAGE_VERSION)
 
     @property
     def branch(self) -> str:
