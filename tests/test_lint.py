@@ -549,7 +549,7 @@ def test_reading_an_inventory_never_runs_its_lookups(
 EVIL = ["x;touch /tmp/rackops-pwned", "$(reboot)", "a b", "x\ninterface Ethernet9"]
 
 
-def _hca(r: Rack, field: str, value: str) -> None:
+def _set_hca(r: Rack, field: str, value: str) -> None:
     hcas = yaml.safe_load((r.path / "host_vars/node01.yml").read_text())["rackops_hcas"]
     hcas[0][field] = value
     r.hostvar("node01", "rackops_hcas", hcas)
@@ -557,13 +557,13 @@ def _hca(r: Rack, field: str, value: str) -> None:
 
 FIELDS_THAT_REACH_COMMANDS = {
     # HCA device: perftest -d, NCCL_IB_HCA in nccl.conf, roce-qos.env DEVICES (sourced by sh)
-    "hca-device": (lambda r, v: _hca(r, "device", v), "rackops_hcas"),
+    "hca-device": (lambda r, v: _set_hca(r, "device", v), "rackops_hcas"),
     # netdev: mlnx_qos -i, ethtool, ping -I, roce-qos.env / irq-affinity.env NETDEVS, netplan
-    "hca-netdev": (lambda r, v: _hca(r, "netdev", v), "rackops_hcas"),
+    "hca-netdev": (lambda r, v: _set_hca(r, "netdev", v), "rackops_hcas"),
     # address: the perftest server address and the jumbo ping target
-    "hca-address": (lambda r, v: _hca(r, "address", v), "rackops_hcas"),
+    "hca-address": (lambda r, v: _set_hca(r, "address", v), "rackops_hcas"),
     # port: a line of the EOS config and a key of SONiC/NVUE configs
-    "hca-port": (lambda r, v: _hca(r, "port", v), "rackops_hcas"),
+    "hca-port": (lambda r, v: _set_hca(r, "port", v), "rackops_hcas"),
     "switch-port": (
         lambda r, v: r.hostvar("leaf-r6", "rackops_switch_ports", ["Ethernet1/1", v]),
         "rackops_switch_ports",
