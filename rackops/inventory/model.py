@@ -243,6 +243,7 @@ class Switch(_Frozen):
         if bad:
             raise ValueError(f"port names {bad} hold characters no switch port name has")
         return v
+
     qos: SwitchQos = SwitchQos()
     os_version: str | None = Field(default=None, pattern=r"^[0-9][0-9A-Za-z.\-]*$")
     port_lanes: dict[str, str] = Field(default_factory=dict)
