@@ -236,6 +236,13 @@ class Switch(_Frozen):
     ports: tuple[str, ...] = Field(min_length=1)
     mtu: int | None = Field(default=None, ge=1500, le=9216)
 
+    qos: SwitchQos = SwitchQos()
+    os_version: str | None = Field(default=None, pattern=r"^[0-9][0-9A-Za-z.\-]*$")
+    port_lanes: dict[str, str] = Field(default_factory=dict)
+    port_speed_gbps: int = Field(default=400, ge=1, le=1600)
+    cable_m: dict[str, int] = Field(default_factory=dict)
+    buffers: SwitchBuffers = SwitchBuffers()
+
     @field_validator("ports")
     @classmethod
     def _port_names(cls, v: tuple[str, ...]) -> tuple[str, ...]:
@@ -243,13 +250,6 @@ class Switch(_Frozen):
         if bad:
             raise ValueError(f"port names {bad} hold characters no switch port name has")
         return v
-
-    qos: SwitchQos = SwitchQos()
-    os_version: str | None = Field(default=None, pattern=r"^[0-9][0-9A-Za-z.\-]*$")
-    port_lanes: dict[str, str] = Field(default_factory=dict)
-    port_speed_gbps: int = Field(default=400, ge=1, le=1600)
-    cable_m: dict[str, int] = Field(default_factory=dict)
-    buffers: SwitchBuffers = SwitchBuffers()
 
     @field_validator("os_version", mode="before")
     @classmethod
