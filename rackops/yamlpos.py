@@ -58,6 +58,18 @@ def yaml_error_location(exc: yaml.YAMLError) -> tuple[int | None, str]:
     return line, f"YAML syntax error: {reason}"
 
 
+class YamlTooDeep(yaml.YAMLError):
+    """Nesting deeper than any real file has (it would exhaust the stack)."""
+
+
 def read_yaml_file(path: Path) -> tuple[Any, LineMap]:
-    """Read a YAML file; ``OSError``/``yaml.YAMLError`` propagate to the caller."""
-    return load_with_lines(path.read_text(encoding="utf-8"), str(path))
+    """Read a YAML file; ``OSError``/``yaml.YAMLError`` propagate to the caller (text that is
+    not UTF-8, or nested too deeply to read, is a ``yaml.YAMLError`` too)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise yaml.YAMLError(f"not UTF-8 text (byte {exc.start}): not a YAML file") from exc
+    try:
+        return load_with_lines(text, str(path))
+    except RecursionError as exc:
+        raise YamlTooDeep("nested too deeply to be a rackops file") from exc

@@ -187,6 +187,15 @@ def _yaml_syntax_problems(root: Path) -> list[Diagnostic]:
             problems.append(
                 Diagnostic("INV000", Level.ERROR, f"cannot read file: {exc}", display_path(path))
             )
+        except RecursionError:
+            problems.append(
+                Diagnostic(
+                    "INV000",
+                    Level.ERROR,
+                    "nested too deeply to be an inventory file; fix the YAML",
+                    display_path(path),
+                )
+            )
     return problems
 
 
