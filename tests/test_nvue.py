@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
+from conftest import Rack
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_render import ROCE, _design
@@ -131,12 +132,9 @@ def test_an_unknown_or_missing_release_is_refused_by_name(release: str | None) -
 
 
 def test_an_unquoted_release_is_an_inventory_error(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    roce: Rack, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import shutil
-
-    inv = tmp_path / "inv"
-    shutil.copytree(ROOT / "inventories/example-roce", inv)
+    inv = roce.path
     hosts = inv / "hosts.yml"
     text = hosts.read_text()
     hosts.write_text(text.replace('os_version: "5.14"', "os_version: 5.10"))

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import Rack
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_render import ROCE, _design
@@ -343,14 +344,11 @@ def test_a_design_change_is_a_minimal_diff_on_every_os() -> None:
 
 
 def test_without_lanes_the_tables_are_rendered_for_a_patch_and_the_fix_is_named(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    roce: Rack, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import shutil
-
     from rackops.cli import main
 
-    inv = tmp_path / "inv"
-    shutil.copytree(ROOT / "inventories/example-roce", inv)
+    inv = roce.path
     hosts = inv / "hosts.yml"
     text = hosts.read_text()
     cut = (

@@ -238,20 +238,7 @@ class SshExecutor:
                 return client
             s = resolve(t, self.ssh_config)
             try:
-                sock = self._sock(s)
-                client = self._new_client(s)
-                client.connect(
-                    s.host,
-                    port=s.port,
-                    username=s.user,
-                    key_filename=s.key_files[0] if s.key_files else None,
-                    timeout=self.connect_timeout,
-                    banner_timeout=self.connect_timeout,
-                    auth_timeout=self.connect_timeout,
-                    allow_agent=False,
-                    look_for_keys=not s.key_files,
-                    sock=sock,
-                )
+                client = self._open(s, self._sock(s))
             except (TimeoutError, OSError, paramiko.SSHException) as exc:
                 reason = str(exc) or type(exc).__name__
                 if isinstance(exc, paramiko.SSHException) and "not found in known_hosts" in reason:
@@ -261,6 +248,23 @@ class SshExecutor:
                 raise Unreachable(self._failed[t.name]) from exc
             self._clients[t.name] = client
             return client
+
+    def _open(self, s: SshSettings, sock: Any) -> paramiko.SSHClient:
+        """A connected client for one hop or the host itself (host key checked)."""
+        client = self._new_client(s)
+        client.connect(
+            s.host,
+            port=s.port,
+            username=s.user,
+            key_filename=s.key_files[0] if s.key_files else None,
+            timeout=self.connect_timeout,
+            banner_timeout=self.connect_timeout,
+            auth_timeout=self.connect_timeout,
+            allow_agent=False,
+            look_for_keys=not s.key_files,
+            sock=sock,
+        )
+        return client
 
     def _new_client(self, s: SshSettings) -> paramiko.SSHClient:
         client = paramiko.SSHClient()
@@ -294,20 +298,7 @@ class SshExecutor:
                 jump = self._jumps.get(key)
             transport = jump.get_transport() if jump is not None else None
             if jump is None or transport is None or not transport.is_active():
-                hop = resolve(Target(host, host, port, user), self.ssh_config)
-                jump = self._new_client(hop)
-                jump.connect(
-                    hop.host,
-                    port=hop.port,
-                    username=hop.user,
-                    key_filename=hop.key_files[0] if hop.key_files else None,
-                    timeout=self.connect_timeout,
-                    banner_timeout=self.connect_timeout,
-                    auth_timeout=self.connect_timeout,
-                    allow_agent=False,
-                    look_for_keys=not hop.key_files,
-                    sock=sock,
-                )
+                jump = self._open(resolve(Target(host, host, port, user), self.ssh_config), sock)
                 with self._global:
                     self._jumps[key] = jump
                 transport = jump.get_transport()
