@@ -344,6 +344,15 @@ def _cmd_provision(args: argparse.Namespace) -> int:
     return subprocess.run(cmd, check=False, env=env).returncode
 
 
+def _allow_lookups(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--allow-lookups",
+        action="store_true",
+        help="run lookup()/query() in the inventory's templates (off: they can run commands, "
+        "and checking a design never should)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="rackops",
@@ -362,12 +371,7 @@ def build_parser() -> argparse.ArgumentParser:
     lint.add_argument("-i", "--inventory", help="inventory file or directory")
     lint.add_argument("--format", choices=("human", "json"), default="human")
     lint.add_argument("--list-rules", action="store_true", help="print every rule code and stop")
-    lint.add_argument(
-        "--allow-lookups",
-        action="store_true",
-        help="run lookup()/query() in the inventory's templates (off: they can run commands, "
-        "and checking a design never should)",
-    )
+    _allow_lookups(lint)
     lint.set_defaults(func=_cmd_lint)
 
     from rackops.parsers import TOOLS
@@ -459,11 +463,7 @@ def build_parser() -> argparse.ArgumentParser:
         "64 usage or configuration error.",
     )
     val.add_argument("-i", "--inventory", required=True)
-    val.add_argument(
-        "--allow-lookups",
-        action="store_true",
-        help="run lookup()/query() in the inventory's templates (off by default)",
-    )
+    _allow_lookups(val)
     val.add_argument("--suite", default="acceptance")
     val.add_argument("--dry-run", action="store_true", help="print the plan and its estimate")
     val.add_argument("--run-dir", help="where to write the run (default build/runs/...)")
@@ -492,12 +492,7 @@ def build_parser() -> argparse.ArgumentParser:
         "breaks a rule (named by switch and port), 64 the design cannot be rendered.",
     )
     ren.add_argument("-i", "--inventory", required=True)
-    ren.add_argument(
-        "--allow-lookups",
-        action="store_true",
-        help="run lookup()/query() in the inventory's templates (off: they can run commands, "
-        "and checking a design never should)",
-    )
+    _allow_lookups(ren)
     ren.add_argument("-o", "--output", help="directory (default build/<rack>)")
     ren.add_argument("--switch", help="render only this switch")
     ren.add_argument(

@@ -157,17 +157,20 @@ def _design(
     )
 
 
+# the design space property tests draw from (RoCE/CNP classes, host MTU, ECN thresholds)
+DESIGNS = {
+    "dscp": st.integers(0, 63),
+    "cnp_dscp": st.integers(0, 63),
+    "prio": st.integers(0, 7),
+    "cnp_prio": st.integers(0, 7),
+    "host_mtu": st.integers(4200, 9198),
+    "ecn_min": st.integers(1, 2_000_000),
+    "ecn_span": st.integers(0, 2_000_000),
+}
+
+
 @settings(max_examples=40, deadline=None)
-@given(
-    dscp=st.integers(0, 63),
-    cnp_dscp=st.integers(0, 63),
-    prio=st.integers(0, 7),
-    cnp_prio=st.integers(0, 7),
-    host_mtu=st.integers(4200, 9198),
-    slack=st.integers(0, 100),
-    ecn_min=st.integers(1, 2_000_000),
-    ecn_span=st.integers(0, 2_000_000),
-)
+@given(**DESIGNS, slack=st.integers(0, 100))
 def test_random_legal_designs_render_consistently(
     dscp: int,
     cnp_dscp: int,

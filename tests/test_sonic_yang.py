@@ -13,7 +13,7 @@ import pytest
 from conftest import Rack
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_render import ROCE, _design
+from test_render import DESIGNS, ROCE, _design
 
 from rackops.inventory.model import SwitchBuffers
 from rackops.render import render_switch
@@ -132,13 +132,7 @@ def test_a_broken_config_is_named_by_switch_table_key_and_field(
 
 @settings(max_examples=15, deadline=None)
 @given(
-    dscp=st.integers(0, 63),
-    cnp_dscp=st.integers(0, 63),
-    prio=st.integers(0, 7),
-    cnp_prio=st.integers(0, 7),
-    host_mtu=st.integers(4200, 9198),
-    ecn_min=st.integers(1, 2_000_000),
-    ecn_span=st.integers(0, 2_000_000),
+    **DESIGNS,
     watchdog=st.booleans(),
     detect=st.integers(100, 5000),
     speed=st.sampled_from([100, 200, 400, 800]),
