@@ -27,9 +27,13 @@ def test_the_two_commands_need_no_sudo() -> None:
 
 
 def _probe(tmp_path: Path) -> Path:
-    """A script that takes the demo's root prologue, then says who it runs as."""
+    """A script that takes the demo's root prologue, then says who it runs as (a copy of
+    the prologue beside it: the checkout may be unreadable to the unprivileged user)."""
+    shutil.copy(ROOT / "scripts/need-root", tmp_path / "need-root")
+    (tmp_path / "need-root").chmod(0o644)
     probe = tmp_path / "probe"
-    probe.write_text(f". {ROOT}/scripts/need-root\necho ran-as-$(id -u)\n")
+    probe.write_text(f". {tmp_path}/need-root\necho ran-as-$(id -u)\n")
+    probe.chmod(0o755)
     return probe
 
 
