@@ -26,7 +26,7 @@ from rackops import lab
 from rackops.inventory import load_inventory
 from rackops.profiles import load_profile
 from rackops.suites import Checks, DcgmParams, PerftestBwParams, Suite
-from rackops.validate.executor import SshExecutor
+from rackops.validate.ssh import SshExecutor
 from rackops.validate.plan import make_plan
 from rackops.validate.rundir import RunDir
 from rackops.validate.runner import Runner, targets_from_inventory

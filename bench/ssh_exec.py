@@ -22,7 +22,7 @@ from pathlib import Path
 
 from rackops import lab
 from rackops.inventory import load_inventory
-from rackops.validate.executor import SshExecutor
+from rackops.validate.ssh import SshExecutor
 from rackops.validate.runner import targets_from_inventory
 
 BIN = Path(sys.executable).parent

@@ -190,8 +190,12 @@ def _cmd_lab(args: argparse.Namespace) -> int:
 
 def _cmd_validate(args: argparse.Namespace) -> int:
     from rackops.validate import validate
-    from rackops.validate.report import actions, summary
+    from rackops.validate.report import actions, scheduler_of_run, summary
+    from rackops.validate.rundir import RunDir
+    from rackops.validate.slurm import SlurmSettings
 
+    if args.launcher != "slurm" and (args.partition or args.reservation or args.exclusive):
+        raise InputError("--partition, --reservation and --exclusive need --launcher slurm")
     outcome = validate(
         args.inventory,
         args.suite,
@@ -204,19 +208,71 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         allow_lookups=args.allow_lookups,
         concurrency=args.concurrency,
         apply_actions=args.apply_actions,
+        launcher=args.launcher,
+        slurm=SlurmSettings(
+            partition=args.partition, reservation=args.reservation, exclusive=args.exclusive
+        ),
     )
     if args.dry_run:
         print(outcome.plan.describe())
         return ExitCode.OK
     assert outcome.report is not None and outcome.verdict is not None
     print(summary(outcome.report))
-    cmds = actions(outcome.report)
+    assert outcome.run_dir is not None
+    cmds = actions(outcome.report, scheduler_of_run(RunDir(outcome.run_dir)))
     if cmds and not args.apply_actions:
         print("actions for rejected nodes (not applied; --apply-actions runs them):")
         for cmd in cmds:
             print("  " + " ".join(cmd))
     print(f"results: {outcome.run_dir} (report.html, report.json, junit.xml, metrics.prom)")
     return outcome.verdict.exit_code
+
+
+def _cmd_resume_nodes(args: argparse.Namespace) -> int:
+    from rackops.validate.actions import apply, load_report, resume_commands
+    from rackops.validate.report import scheduler_of_run
+    from rackops.validate.rundir import RunDir
+    from rackops.validate.slurm import slurm_env
+
+    path = Path(args.run_dir)
+    report = load_report(path)
+    run = RunDir(path)
+    scheduler = scheduler_of_run(run)
+    try:
+        conf = run.read_json("run.json").get("slurm_conf")
+    except (OSError, ValueError, AttributeError):
+        conf = None
+    env = slurm_env(conf)
+    cmds, notes = resume_commands(report, scheduler, env)
+    for note in notes:
+        print(note)
+    if args.dry_run or not cmds:
+        for cmd in cmds:
+            print("  " + " ".join(cmd))
+        print(f"{len(cmds)} command(s){' (not run: --dry-run)' if args.dry_run else ''}")
+        return ExitCode.OK
+    failed = 0
+    for done in apply(cmds, env):
+        print(f"{' '.join(done.argv)}: {'ok' if done.ok else done.output}")
+        failed += not done.ok
+    return ExitCode.ERRORS if failed else ExitCode.OK
+
+
+def _cmd_node_check(args: argparse.Namespace) -> int:
+    from rackops.validate.nodecheck import node_check, slurm_self_action
+    from rackops.validate.slurm import slurm_env
+
+    health = node_check(args.inventory, args.suite, args.node, args.run_dir)
+    line = health.line()
+    if line:
+        print(line)
+    elif args.verbose:
+        print(f"OK: rackops: {health.node} healthy ({health.seconds:.1f} s)")
+    if args.drain:
+        done = slurm_self_action(health, slurm_env(None))
+        if args.verbose or not done.startswith(("nothing", "already", "drained", "resumed")):
+            print(f"rackops: slurm: {done}", file=sys.stderr)
+    return 1 if line else 0
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
@@ -479,9 +535,47 @@ def build_parser() -> argparse.ArgumentParser:
     val.add_argument(
         "--apply-actions",
         action="store_true",
-        help="drain/cordon rejected nodes (printed only, by default)",
+        help="drain (Slurm) or cordon and taint (Kubernetes, rackops_scheduler) the rejected "
+        "nodes; printed only, by default",
     )
+    val.add_argument(
+        "--launcher",
+        choices=("ssh", "slurm"),
+        default="ssh",
+        help="how commands reach the nodes: the controller's own SSH sessions (default), or "
+        "srun steps in a Slurm allocation (inside salloc/sbatch, or one made with --partition)",
+    )
+    val.add_argument("--partition", help="slurm: allocate the nodes in this partition")
+    val.add_argument("--reservation", help="slurm: allocate inside this reservation")
+    val.add_argument("--exclusive", action="store_true", help="slurm: allocate whole nodes")
     val.set_defaults(func=_cmd_validate)
+
+    res = sub.add_parser(
+        "resume-nodes",
+        help="give back the nodes a later run accepted (undrain, uncordon what rackops did)",
+        description="Reads RUN_DIR's report: every node it accepted that rackops drained "
+        "(Slurm reason 'rackops: …') is resumed; on Kubernetes the rackops taint is removed "
+        "and the node uncordoned. A node drained for any other reason is left as it is.",
+    )
+    res.add_argument("run_dir", metavar="RUN_DIR")
+    res.add_argument("--dry-run", action="store_true", help="print the commands only")
+    res.set_defaults(func=_cmd_resume_nodes)
+
+    nc = sub.add_parser(
+        "node-check",
+        help="this node checks itself (Slurm HealthCheckProgram, prolog/epilog)",
+        description="Runs the suite's per-node checks here, with no controller. Prints nothing "
+        "and exits 0 when healthy; prints 'ERROR: rackops: Health check failed: <reason>' "
+        "and exits 1 when not. --drain: drain this node in Slurm with that reason, and "
+        "resume it once it passes if rackops drained it.",
+    )
+    nc.add_argument("-i", "--inventory", required=True)
+    nc.add_argument("--suite", default="quick")
+    nc.add_argument("--node", help="this node's inventory name (default: the short hostname)")
+    nc.add_argument("--run-dir", help="keep the raw outputs here (default: discarded)")
+    nc.add_argument("--drain", action="store_true", help="drain/resume this node in Slurm")
+    nc.add_argument("-v", "--verbose", action="store_true", help="say so when healthy too")
+    nc.set_defaults(func=_cmd_node_check)
 
     ren = sub.add_parser(
         "render",

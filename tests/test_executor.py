@@ -10,8 +10,9 @@ from pathlib import Path
 import paramiko
 import pytest
 
-from rackops.validate import executor
-from rackops.validate.executor import Handle, SshExecutor, Target
+from rackops.validate import ssh as executor
+from rackops.validate.executor import Target
+from rackops.validate.ssh import Handle, SshExecutor
 
 
 class LateOutputChannel:
@@ -116,7 +117,8 @@ def test_the_session_slot_is_given_back_when_the_channel_is_refused(
 
 def test_ssh_settings_follow_ssh_config_and_the_hosts_ssh_args(tmp_path: Path) -> None:
     """Explicit inventory values first, then ansible_ssh_common_args, then ssh_config."""
-    from rackops.validate.executor import Target, resolve
+    from rackops.validate.executor import Target
+    from rackops.validate.ssh import resolve
 
     cfg = tmp_path / "config"
     cfg.write_text(

@@ -424,7 +424,8 @@ def test_a_node_behind_a_bastion_is_reached_through_proxyjump(
     """The validation executor honours ProxyJump (here from ansible_ssh_common_args, the jump
     host's settings from ssh_config): node02 is reached through node01, and sees node01 as
     the client."""
-    from rackops.validate.executor import SshExecutor, Target
+    from rackops.validate.executor import Target
+    from rackops.validate.ssh import SshExecutor
 
     n1, n2 = rack.nodes
     cfg = tmp_path / "ssh_config"

@@ -3,22 +3,32 @@
 from __future__ import annotations
 
 import datetime as dt
-import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from rackops import __version__
-from rackops.errors import RackopsError
+from rackops.errors import InputError, RackopsError
 from rackops.inventory import load_inventory
 from rackops.profiles import Profile, load_profile
 from rackops.suites import load_suite
-from rackops.validate.executor import SshExecutor
+from rackops.validate.actions import apply, scheduler_of
+from rackops.validate.executor import Executor
 from rackops.validate.localise import Verdict
 from rackops.validate.plan import Plan, make_plan
 from rackops.validate.report import actions, write_reports
 from rackops.validate.rundir import RunDir
 from rackops.validate.runner import Progress, Runner, _stderr, targets_from_inventory
+from rackops.validate.slurm import (
+    SlurmError,
+    SlurmExecutor,
+    SlurmSettings,
+    allocate,
+    node_states,
+    slurm_env,
+    unusable,
+)
+from rackops.validate.ssh import SshExecutor
 
 
 @dataclass
@@ -42,6 +52,8 @@ def validate(
     allow_lookups: bool = False,
     concurrency: int = 32,
     apply_actions: bool = False,
+    launcher: str = "ssh",
+    slurm: SlurmSettings | None = None,
     progress: Progress = _stderr,
 ) -> Outcome:
     result = load_inventory(inventory, allow_lookups=allow_lookups)
@@ -52,6 +64,15 @@ def validate(
         n.profile: load_profile(n.profile, inv_dir).profile for n in cluster.nodes
     }
     plan = make_plan(cluster, suite, pairing=pairing, suspects=suspects)
+    first = result.hostvars[cluster.nodes[0].name].values
+    scheduler = scheduler_of(first.get("rackops_scheduler"), inventory, launcher)
+    if apply_actions and scheduler == "none":
+        raise InputError(
+            f"{inventory}: --apply-actions, but the inventory does not say which scheduler "
+            "the nodes are in: set rackops_scheduler (slurm or kubernetes), or use "
+            "--launcher slurm"
+        )
+    slurm = _slurm_settings(slurm or SlurmSettings(), first, inventory)
     if dry_run:
         return Outcome(plan, None, None, None)
     if resume:
@@ -75,12 +96,29 @@ def validate(
                 "suite": suite.name,
                 "started": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
                 "plan": plan.describe(),
+                "launcher": launcher,
+                "scheduler": scheduler,
+                "slurm_conf": slurm.conf,
             },
         )
-    lab_vars = result.hostvars[cluster.nodes[0].name].values
-    is_lab = bool(lab_vars.get("rackops_lab", False))
-    mpirun = tuple(str(a) for a in lab_vars.get("rackops_mpirun_args", ()))
-    executor = SshExecutor(accept_new_host_keys=accept_new_host_keys)
+    is_lab = bool(first.get("rackops_lab", False))
+    mpirun = tuple(str(a) for a in first.get("rackops_mpirun_args", ()))
+    env = slurm_env(slurm.conf)
+    executor: Executor
+    if launcher == "slurm":
+        names = [n.name for n in cluster.nodes]
+        states = node_states(names, env)
+        usable = [n for n in names if unusable(states, n) is None]
+        if not usable:
+            raise SlurmError(
+                f"no node of {inventory} can run a Slurm step: "
+                + "; ".join(f"{n}: {unusable(states, n)}" for n in names[:5])
+            )
+        alloc = allocate(usable, slurm, env)
+        progress(f"[slurm] job {alloc.job_id} on {len(alloc.nodes)} nodes")
+        executor = SlurmExecutor(alloc, slurm, env, states)
+    else:
+        executor = SshExecutor(accept_new_host_keys=accept_new_host_keys, mpirun_args=mpirun)
     try:
         runner = Runner(
             cluster,
@@ -91,7 +129,7 @@ def validate(
             rundir,
             concurrency=concurrency,
             lab=is_lab,
-            mpirun_args=mpirun,
+            launcher=launcher,
             progress=progress,
         )
         runner.run(plan)
@@ -99,6 +137,19 @@ def validate(
         executor.close()
     report, verdict = write_reports(rundir)
     if apply_actions:
-        for cmd in actions(report):
-            subprocess.run(cmd, check=False)
+        for done in apply(actions(report, scheduler), env):
+            progress(f"[actions] {' '.join(done.argv[:3])}: {'ok' if done.ok else done.output}")
     return Outcome(plan, path, report, verdict)
+
+
+def _slurm_settings(base: SlurmSettings, hostvars: dict[str, Any], where: str) -> SlurmSettings:
+    """The command line's settings, completed from the inventory's rackops_slurm_* keys."""
+    mpi = hostvars.get("rackops_slurm_mpi", base.mpi)
+    export = hostvars.get("rackops_slurm_export", base.export)
+    conf = hostvars.get("rackops_slurm_conf", base.conf)
+    for key, value in (("rackops_slurm_mpi", mpi), ("rackops_slurm_export", export)):
+        if not isinstance(value, str) or not value or any(c.isspace() for c in value):
+            raise InputError(f"{where}: {key}: {value!r} must be one word (srun's own syntax)")
+    if conf is not None and not isinstance(conf, str):
+        raise InputError(f"{where}: rackops_slurm_conf: {conf!r} must be a path to slurm.conf")
+    return replace(base, mpi=mpi, export=export, conf=conf)

@@ -24,7 +24,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from rackops.checks.cabling import Key, Seen, check_cabling, seen_from_iblinkinfo, seen_from_lldp
 from rackops.checks.phy import (
@@ -43,16 +43,10 @@ from rackops.parsers import ParseError, parse
 from rackops.profiles import Profile
 from rackops.suites import PhyParams
 from rackops.validate.batch import Part, script, split
-from rackops.validate.executor import CommandResult, Target
+from rackops.validate.executor import CommandResult, Executor, Target
 from rackops.validate.rundir import RunDir
 
 SETTLE_POLL_S = 2.0
-
-
-class Exec(Protocol):
-    def run(
-        self, t: Target, argv: Any, timeout: float, become: bool | None = None
-    ) -> CommandResult: ...
 
 
 @dataclass
@@ -60,7 +54,7 @@ class Physical:
     cluster: Cluster
     profiles: dict[str, Profile]
     targets: dict[str, Target]
-    executor: Exec
+    executor: Executor
     rundir: RunDir
     params: PhyParams
     concurrency: int = 32

@@ -371,28 +371,19 @@ def html(report: dict[str, Any]) -> str:
     )
 
 
-def actions(report: dict[str, Any]) -> list[list[str]]:
+def scheduler_of_run(run: RunDir) -> str:
+    """The scheduler the run's nodes are in, as its run.json recorded it."""
+    try:
+        return str(run.read_json("run.json").get("scheduler") or "none")
+    except (OSError, ValueError, AttributeError):
+        return "none"
+
+
+def actions(report: dict[str, Any], scheduler: str) -> list[list[str]]:
     """Drain/cordon commands for rejected nodes (printed; applied only when asked)."""
-    cmds = []
-    for node in sorted(
-        {c["node"] for c in report["culprits"] if c["node"] and c["kind"] in ("gpu", "hca", "node")}
-    ):
-        reason = "; ".join(c["message"] for c in report["culprits"] if c["node"] == node)[:200]
-        cmds.append(
-            ["scontrol", "update", f"nodename={node}", "state=drain", f"reason=rackops: {reason}"]
-        )
-        cmds.append(["kubectl", "cordon", node])
-        cmds.append(
-            [
-                "kubectl",
-                "taint",
-                "nodes",
-                node,
-                "rackops.io/rejected=true:NoSchedule",
-                "--overwrite",
-            ]
-        )
-    return cmds
+    from rackops.validate.actions import drain_commands
+
+    return drain_commands(report, scheduler)
 
 
 def write_reports(run: RunDir) -> tuple[dict[str, Any], Verdict]:
@@ -402,8 +393,10 @@ def write_reports(run: RunDir) -> tuple[dict[str, Any], Verdict]:
     (run.path / "junit.xml").write_text(junit(report, records))
     (run.path / "metrics.prom").write_text(prometheus(report))
     (run.path / "report.html").write_text(html(report))
+    scheduler = scheduler_of_run(run)
     (run.path / "actions.sh").write_text(
         "#!/bin/sh\n# Actions for rejected nodes (rackops validate --apply-actions runs them)\n"
-        + "".join(shlex.join(c) + "\n" for c in actions(report))
+        f"# scheduler: {scheduler} (the inventory's rackops_scheduler)\n"
+        + "".join(shlex.join(c) + "\n" for c in actions(report, scheduler))
     )
     return report, verdict_of(run, records)

@@ -26,7 +26,7 @@ from rackops.inventory.model import Cluster
 from rackops.parsers import ParseError, parse
 from rackops.profiles import Profile
 from rackops.suites import Suite
-from rackops.validate.executor import CommandResult, SshExecutor, Target
+from rackops.validate.executor import CommandResult, Executor, Target
 from rackops.validate.peergate import peer_findings
 from rackops.validate.physical import Physical
 from rackops.validate.plan import PERFTEST_PORT, NodeCheck, Plan, hca_on_rail
@@ -68,6 +68,10 @@ def targets_from_inventory(result: LoadResult, cluster: Cluster) -> dict[str, Ta
 
 
 PORT_BLOCKS = "perftest-port-blocks.json"  # in the run directory: the blocks its runs used
+# A server that finds its port held (a server left by a killed run, another user's test)
+# tries the port this far up, once: each block of 200 ports has bandwidth servers at
+# +0..+49, latency at +100..+149, and their second choices 50 above.
+PORT_RETRY_SHIFTS = (0, 50)
 
 
 @dataclass
@@ -76,17 +80,33 @@ class Runner:
     suite: Suite
     profiles: dict[str, Profile]
     targets: dict[str, Target]
-    executor: SshExecutor
+    executor: Executor
     rundir: RunDir
     concurrency: int = 32
     lab: bool = False
-    mpirun_args: tuple[str, ...] = ()
     progress: Progress = _stderr
     # Each invocation uses its own perftest ports: a killed run's servers may still hold the
     # previous ones until their remote timeout fires, and --resume must not collide. The
     # blocks used are kept in the run directory, so a resumed run never draws one again.
     port_base: int = 0
+    # how the launcher is named in findings: "ssh" or "slurm"
+    launcher: str = "ssh"
     _done: set[str] = field(default_factory=set)
+
+    @property
+    def launcher_label(self) -> str:
+        return {"ssh": "SSH", "slurm": "Slurm"}.get(self.launcher, self.launcher)
+
+    @property
+    def unreachable_fix(self) -> str:
+        if self.launcher == "slurm":
+            return (
+                "bring the node back into the partition (sinfo -R names the reason; "
+                "slurmd and munge must run on it), or validate it over SSH"
+            )
+        return (
+            "check the node is powered, on the network and that its host key and SSH key are right"
+        )
 
     def __post_init__(self) -> None:
         if self.port_base:
@@ -145,71 +165,88 @@ class Runner:
         for rec in self.rundir.records():
             if rec["kind"] == "unreachable":
                 unreachable.add(rec["node"])
-        finished = 0
+        # one work item: a check on up to executor.batch nodes (SSH: one node; Slurm: one
+        # srun across many), each node's result judged and recorded as it comes back
+        items: list[list[tuple[str, NodeCheck]]] = []
+        for nc in todo:
+            last = items[-1] if items else None
+            if (
+                last is not None
+                and len(last) < self.executor.batch
+                and last[0][1].name == nc[1].name
+            ):
+                last.append(nc)
+            else:
+                items.append([nc])
 
-        def one(item: tuple[str, Any]) -> None:
-            nonlocal finished
-            node, check = item
-            step = f"node/{node}/{check.name}"
-            if node in unreachable:
+        def one(item: list[tuple[str, NodeCheck]]) -> None:
+            live = [(n, c) for n, c in item if n not in unreachable]
+            if not live:
                 return
-            result = self.executor.run(self.targets[node], check.argv, check.timeout_s)
-            if result.error is not None:
-                if node not in unreachable:
-                    unreachable.add(node)
-                    self._record(
-                        f"unreachable/{node}",
-                        "unreachable",
-                        node,
-                        "ssh",
-                        None,
-                        [
-                            Finding(
-                                "NODE-000",
-                                Status.ERROR,
-                                Subject(node=node),
-                                f"not reachable over SSH: {result.error}",
-                                remediation="check the node is powered, on the network and "
-                                "that its host key and SSH key are right",
-                            )
-                        ],
-                    )
-                return
-            findings = self._judge(node, check.tool, result, check.timeout_s)
-            meta: dict[str, Any] = {}
-            phy = self.suite.checks.physical
-            if check.tool == "ibstat" and phy is not None and worst(findings) is Status.FAIL:
-                # hold-down: a link still training at bring-up settles before it is judged
-                deadline = time.monotonic() + phy.hold_down_s
-                tries = 1
-                while worst(findings) is Status.FAIL and time.monotonic() + 2 <= deadline:
-                    time.sleep(2)
-                    again = self.executor.run(self.targets[node], check.argv, check.timeout_s)
-                    if again.error is not None:
-                        break
-                    result, tries = again, tries + 1
-                    findings = self._judge(node, check.tool, result, check.timeout_s)
-                meta = {"hold_down_tries": tries}
-            if check.tool == "mlnx_qos" and "/" in check.name:  # name the HCA and its port
-                dev = check.name.split("/", 1)[1]
-                h = next(x for x in self.cluster.node(node).hcas if x.device == dev)
-                findings = [
-                    replace(
-                        f,
-                        subject=replace(
-                            f.subject, hca=dev, port=1, switch=h.switch, switch_port=h.port
-                        ),
-                    )
-                    for f in findings
-                ]
-            self._record(step, "node", node, check.tool, result, findings, meta)
-            finished += 1
+            results = self.executor.run_many(
+                [(self.targets[n], c.argv) for n, c in live], max(c.timeout_s for _, c in live)
+            )
+            for (node, check), result in zip(live, results, strict=True):
+                self._node_result(node, check, result, unreachable)
 
         with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
-            for i, _ in enumerate(pool.map(one, todo), 1):
-                if i % max(1, len(todo) // 10) == 0 or i == len(todo):
-                    self.progress(f"[nodes] {bar(i, len(todo))} checks")
+            for i, _ in enumerate(pool.map(one, items), 1):
+                if i % max(1, len(items) // 10) == 0 or i == len(items):
+                    self.progress(f"[nodes] {bar(i, len(items))} checks")
         return unreachable
+
+    def _node_result(
+        self, node: str, check: NodeCheck, result: CommandResult, unreachable: set[str]
+    ) -> None:
+        step = f"node/{node}/{check.name}"
+        if result.error is not None:
+            if node not in unreachable:
+                unreachable.add(node)
+                self._record(
+                    f"unreachable/{node}",
+                    "unreachable",
+                    node,
+                    self.launcher,
+                    None,
+                    [
+                        Finding(
+                            "NODE-000",
+                            Status.ERROR,
+                            Subject(node=node),
+                            f"not reachable over {self.launcher_label}: {result.error}",
+                            remediation=self.unreachable_fix,
+                        )
+                    ],
+                )
+            return
+        findings = self._judge(node, check.tool, result, check.timeout_s)
+        meta: dict[str, Any] = {}
+        phy = self.suite.checks.physical
+        if check.tool == "ibstat" and phy is not None and worst(findings) is Status.FAIL:
+            # hold-down: a link still training at bring-up settles before it is judged
+            deadline = time.monotonic() + phy.hold_down_s
+            tries = 1
+            while worst(findings) is Status.FAIL and time.monotonic() + 2 <= deadline:
+                time.sleep(2)
+                again = self.executor.run(self.targets[node], check.argv, check.timeout_s)
+                if again.error is not None:
+                    break
+                result, tries = again, tries + 1
+                findings = self._judge(node, check.tool, result, check.timeout_s)
+            meta = {"hold_down_tries": tries}
+        if check.tool == "mlnx_qos" and "/" in check.name:  # name the HCA and its port
+            dev = check.name.split("/", 1)[1]
+            h = next(x for x in self.cluster.node(node).hcas if x.device == dev)
+            findings = [
+                replace(
+                    f,
+                    subject=replace(
+                        f.subject, hca=dev, port=1, switch=h.switch, switch_port=h.port
+                    ),
+                )
+                for f in findings
+            ]
+        self._record(step, "node", node, check.tool, result, findings, meta)
 
     def _expand(self, node: str, checks: Sequence[NodeCheck]) -> list[NodeCheck]:
         """Per-HCA checks become one check per cabled HCA of this node; ``{netdevs}`` and
@@ -408,7 +445,7 @@ class Runner:
         hca_c = next(h for h in c_node.hcas if h.rail == rail)
         hca_s = next(h for h in s_node.hcas if h.rail == rail)
         subj = self._link_subject(server, client, rail)
-        meta = {
+        meta: dict[str, Any] = {
             "server": server,
             "client": client,
             "rail": rail,
@@ -450,20 +487,29 @@ class Runner:
                 opts.append("-b")
             tool, size, timeout = bw.tool, bw.message_size_bytes, bw.timeout_s
         server_ip = hca_s.address or s_node.address
-        try:
-            handle = self.executor.start(self.targets[server], [tool, "-d", dev_s, *opts], timeout)
-        except Exception as exc:
-            return (
-                [Finding("PAIR-000", Status.ERROR, subj, f"server did not start: {exc}")],
-                None,
-                meta,
-            )
-        if not handle.wait_for(b"Waiting for client", 15) and handle.channel.exit_status_ready():
+        for shift in PORT_RETRY_SHIFTS:
+            if shift:  # the port is held on the server (a stale server): the next one
+                opts[opts.index("-p") + 1] = str(port + shift)
+            try:
+                handle = self.executor.start(
+                    self.targets[server], [tool, "-d", dev_s, *opts], timeout
+                )
+            except Exception as exc:
+                return (
+                    [Finding("PAIR-000", Status.ERROR, subj, f"server did not start: {exc}")],
+                    None,
+                    meta,
+                )
+            if handle.wait_for(b"Waiting for client", 15) or not handle.exited():
+                break
             # the server quit before it listened (a port still held, a bad option): the
             # client would only fail to connect, so the server's own words are the finding
             gone = handle.wait(5)
-            self.rundir.save_output(step + "/server", gone)
+            self.rundir.save_output(f"{step}/server-{shift}", gone)
             said = (gone.stderr or gone.stdout).strip().splitlines()[-1:] or ["no output"]
+            if "already in use" in gone.stderr + gone.stdout and shift != PORT_RETRY_SHIFTS[-1]:
+                meta["ports_in_use"] = [*meta.get("ports_in_use", []), port + shift]
+                continue
             return (
                 [
                     Finding(
@@ -537,19 +583,12 @@ class Runner:
                 )
                 continue
             gpus = self.cluster.node(nodes[0]).gpus
-            argv = [
-                "mpirun",
-                "--host",
-                ",".join(f"{n}:{gpus}" for n in nodes),
-                "-np",
-                str(gpus * len(nodes)),
-                *self.mpirun_args,
-            ]
+            env: dict[str, str] = {}
             if self.cluster.fabric.roce and self.cluster.fabric.roce.nccl_ib_tc:
-                argv += ["-x", f"NCCL_IB_TC={self.cluster.fabric.roce.nccl_ib_tc}"]
+                env["NCCL_IB_TC"] = str(self.cluster.fabric.roce.nccl_ib_tc)
             if self.lab:
-                argv += ["-x", f"RACKOPS_HWSIM_HOSTS={','.join(nodes)}"]
-            argv += [
+                env["RACKOPS_HWSIM_HOSTS"] = ",".join(nodes)
+            argv = [
                 params.collective,
                 "-b",
                 str(params.min_bytes),
@@ -562,8 +601,9 @@ class Runner:
                 "-n",
                 str(params.iterations),
             ]
-            # The launcher runs as the login user: mpirun refuses root, and ranks need no root.
-            result = self.executor.run(self.targets[nodes[0]], argv, params.timeout_s, become=False)
+            result = self.executor.multi_node(
+                [self.targets[n] for n in nodes], gpus, argv, env, params.timeout_s
+            )
             subj = Subject(node=",".join(nodes))
             if result.error or result.timed_out:
                 findings = [
@@ -571,7 +611,7 @@ class Runner:
                         "RUN-TIMEOUT" if result.timed_out else "NCCL-000",
                         Status.ERROR,
                         subj,
-                        result.error or "mpirun timed out",
+                        result.error or f"{params.collective} across {len(nodes)} nodes timed out",
                     )
                 ]
             else:
@@ -591,10 +631,11 @@ class Runner:
                             "NCCL-000",
                             Status.ERROR,
                             subj,
-                            f"mpirun exited {result.rc} without results ({exc})"
-                            + (f": {tail}" if tail else ""),
-                            remediation="check mpirun can reach every node over SSH "
-                            "as the login user, and rackops_mpirun_args",
+                            f"the {self.launcher} MPI launch exited {result.rc} without results "
+                            f"({exc})" + (f": {tail}" if tail else ""),
+                            remediation="check mpirun can reach every node over SSH as the "
+                            "login user and rackops_mpirun_args (SSH launcher), or srun --mpi "
+                            "and rackops_slurm_mpi (Slurm launcher)",
                         )
                     ]
             self._record(step, "nccl", nodes[0], "nccl-tests", result, findings, {"nodes": nodes})

@@ -1,0 +1,64 @@
+"""The local launcher: commands on this machine (``rackops node-check`` on one node)."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+
+from rackops.validate.executor import TIMEOUT_RC, CommandResult, Started, Target, timeout_argv
+
+
+class LocalExecutor:
+    batch = 1
+
+    def run(
+        self, t: Target, argv: Sequence[str], timeout: float, become: bool | None = None
+    ) -> CommandResult:
+        started = time.monotonic()
+        try:
+            proc = subprocess.run(
+                timeout_argv(argv, timeout),
+                capture_output=True,
+                text=True,
+                errors="replace",
+                timeout=timeout + 10,
+                check=False,
+            )
+        except subprocess.TimeoutExpired as exc:
+            out = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else ""
+            return CommandResult(
+                t.name, tuple(argv), None, out, "", time.monotonic() - started, timed_out=True
+            )
+        return CommandResult(
+            t.name,
+            tuple(argv),
+            proc.returncode,
+            proc.stdout,
+            proc.stderr,
+            time.monotonic() - started,
+            timed_out=proc.returncode == TIMEOUT_RC,
+        )
+
+    def run_many(
+        self, jobs: Sequence[tuple[Target, Sequence[str]]], timeout: float
+    ) -> list[CommandResult]:
+        return [self.run(t, argv, timeout) for t, argv in jobs]
+
+    def start(
+        self, t: Target, argv: Sequence[str], timeout: float, become: bool | None = None
+    ) -> Started:
+        raise NotImplementedError("the local launcher runs one node: no pair tests")
+
+    def multi_node(
+        self,
+        targets: Sequence[Target],
+        ranks_per_node: int,
+        argv: Sequence[str],
+        env: Mapping[str, str],
+        timeout: float,
+    ) -> CommandResult:
+        raise NotImplementedError("the local launcher runs one node: no multi-node jobs")
+
+    def close(self) -> None:
+        return None

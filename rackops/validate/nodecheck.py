@@ -1,0 +1,146 @@
+"""``rackops node-check``: one node checks itself, with no controller.
+
+For Slurm's ``HealthCheckProgram`` or a prolog/epilog: the suite's per-node checks (port
+and GPU state, DCGM at the suite's level, single-node NCCL, host tuning) run on this machine
+through the local launcher and are judged exactly as ``rackops validate`` judges them. The
+pair rounds, multi-node NCCL and the fabric-wide physical checks need other nodes and are
+left to ``validate``.
+
+Output follows what NHC users parse: nothing and exit 0 when healthy; one line
+``ERROR: rackops: Health check failed: <what, where>`` and exit 1 when not. With
+``--drain`` (the HealthCheckProgram mode) the node drains itself with that reason, and a
+node that rackops drained is resumed once it passes again; a drain of anyone else's is
+never touched.
+"""
+
+from __future__ import annotations
+
+import socket
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from rackops.errors import InputError
+from rackops.findings import Status
+from rackops.inventory import load_inventory
+from rackops.profiles import load_profile
+from rackops.suites import load_suite
+from rackops.validate.actions import REASON_MAX, REASON_PREFIX, apply
+from rackops.validate.executor import Target
+from rackops.validate.local import LocalExecutor
+from rackops.validate.plan import make_plan
+from rackops.validate.rundir import RunDir
+from rackops.validate.runner import Runner
+
+
+@dataclass
+class Health:
+    node: str
+    status: Status
+    failures: list[dict[str, Any]]  # the failing findings, as results.jsonl holds them
+    seconds: float
+    action: str | None = None  # what --drain did
+
+    @property
+    def reason(self) -> str:
+        if not self.failures:
+            return ""
+        f = self.failures[0]
+        subj = f.get("subject") or {}
+        gpu = subj.get("gpu")
+        where = " ".join(x for x in (subj.get("hca"), None if gpu is None else f"GPU {gpu}") if x)
+        more = f" (+{len(self.failures) - 1} more)" if len(self.failures) > 1 else ""
+        return f"{f['code']} {where + ': ' if where else ''}{f['message']}{more}"
+
+    def line(self) -> str:
+        if self.status in (Status.OK, Status.WARN):
+            return ""
+        return f"ERROR: rackops: Health check failed: {self.reason}"
+
+
+def node_check(
+    inventory: str,
+    suite_name: str,
+    node: str | None = None,
+    run_dir: str | None = None,
+) -> Health:
+    node = node or socket.gethostname().split(".")[0]
+    result = load_inventory(inventory)
+    cluster = result.raise_for_errors()
+    if node not in {n.name for n in cluster.nodes}:
+        raise InputError(
+            f"{inventory}: no node {node!r} (this host's name; pass --node with its inventory name)"
+        )
+    inv_dir = Path(inventory) if Path(inventory).is_dir() else Path(inventory).parent
+    suite = load_suite(suite_name, inv_dir)
+    local = suite.model_copy(
+        update={
+            "checks": suite.checks.model_copy(
+                update={
+                    "perftest_bw": None,
+                    "perftest_lat": None,
+                    "nccl_multi_node": None,
+                    "physical": None,
+                    "peer_gate": False,
+                }
+            )
+        }
+    )
+    me = cluster.node(node)
+    profiles = {me.profile: load_profile(me.profile, inv_dir).profile}
+    plan = make_plan(cluster, local, pairing=None, suspects=())
+    plan = replace(plan, nodes=(node,))
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="rackops-node-check-") as tmp:
+        rundir = RunDir(Path(run_dir or tmp))
+        runner = Runner(
+            cluster,
+            local,
+            profiles,
+            {node: Target(node, "localhost")},
+            LocalExecutor(),
+            rundir,
+            concurrency=4,
+            launcher="local",
+            progress=lambda _msg: None,
+            port_base=1,  # no pair tests: no port block to draw
+        )
+        runner.node_stage(plan, set())
+        findings = [f for r in rundir.records() for f in r["findings"]]
+    bad = [f for f in findings if f["status"] in ("FAIL", "ERROR")]
+    bad.sort(key=lambda f: f["status"] != "FAIL")  # a failed part before a tool error
+    if not findings:
+        bad = [{"code": "RUN-000", "status": "ERROR", "message": "no check ran"}]
+    statuses = {f["status"] for f in findings}
+    status = next(
+        (Status(s) for s in ("FAIL", "ERROR", "WARN") if s in statuses),
+        Status.OK if findings else Status.ERROR,
+    )
+    return Health(node, status, bad, time.monotonic() - started)
+
+
+def slurm_self_action(check: Health, env: Mapping[str, str] | None = None) -> str:
+    """Drain this node with the failure as reason, or resume it if rackops drained it."""
+    from rackops.validate.slurm import SlurmError, node_states
+
+    try:
+        state, reason = node_states([check.node], env or {}).get(check.node, ("unknown", ""))
+    except SlurmError as exc:
+        return f"not applied: {exc}"
+    if check.line():
+        why = f"{REASON_PREFIX} {check.reason}"
+        why = why if len(why) <= REASON_MAX else why[: REASON_MAX - 1] + "…"
+        if "drain" in state and reason == why:
+            return "already drained with this reason"
+        cmd = ["scontrol", "update", f"nodename={check.node}", "state=drain", f"reason={why}"]
+        verb = "drained"
+    elif "drain" in state and reason.startswith(REASON_PREFIX):
+        cmd = ["scontrol", "update", f"nodename={check.node}", "state=resume"]
+        verb = "resumed"
+    else:
+        return "nothing to do"
+    (done,) = apply([cmd], env)
+    return verb if done.ok else f"scontrol failed: {done.output}"

@@ -1,0 +1,430 @@
+"""The Slurm launcher: every command is an ``srun`` job step inside one allocation.
+
+The controller runs ``srun`` locally (a login node, or inside ``salloc``/``sbatch``); the
+fan-out to the nodes goes through slurmctld and slurmd's own tree, so the controller holds
+one short-lived srun process per step instead of an SSH connection per node.
+
+* per-node checks: one ``srun -N<k> -w <nodes> --ntasks-per-node=1 --label`` per check and
+  batch of nodes; each task prints its node name and exit status between marker lines, so
+  every node gets its own output, exit status and timeout, as over SSH;
+* perftest pairs: one step per end, server first, with explicit ``-w`` node lists;
+* multi-node NCCL: ``srun --mpi=<rackops_slurm_mpi>`` with the ranks per node (pmix by
+  default; ``none`` with a launcher of the site's own in the argv is the site's choice);
+* steps use ``--overlap``, so pair servers, clients and pings share the allocation.
+
+A node that Slurm cannot run a step on (down, drained, not responding, outside the
+allocation) is unreachable for that node only, with Slurm's own state and reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import subprocess
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from rackops.errors import RackopsError
+from rackops.validate.executor import TIMEOUT_RC, CommandResult, Target, timeout_argv
+
+NODE_MARK = "@@rackops-node"
+RC_MARK = "@@rackops-rc"
+# each task names its node (slurmd sets SLURMD_NODENAME) and its exit status
+WRAP = (
+    f'printf "{NODE_MARK} %s\\n" "${{SLURMD_NODENAME:-$(hostname -s)}}"; "$@"; '
+    f'rc=$?; printf "\\n{RC_MARK} %s\\n" "$rc"'
+)
+# srun's own overhead over the node's timeout before the controller gives up on a step
+STEP_GRACE_S = 60.0
+# node states (sinfo %T, lower case) on which a step can run
+USABLE = {"idle", "mixed", "allocated", "completing", "planned", "reserved"}
+_LABEL = re.compile(r"^\s*(\d+): ?(.*)$")
+
+
+class SlurmError(RackopsError):
+    pass
+
+
+@dataclass(frozen=True)
+class SlurmSettings:
+    """How to reach Slurm: from the command line and the inventory."""
+
+    partition: str | None = None
+    reservation: str | None = None
+    exclusive: bool = False
+    mpi: str = "pmix"  # rackops_slurm_mpi
+    export: str = "ALL"  # rackops_slurm_export: srun --export
+    conf: str | None = None  # rackops_slurm_conf: SLURM_CONF for the client commands
+    time_limit_min: int = 120
+
+
+def slurm_env(conf: str | None) -> dict[str, str]:
+    env = dict(os.environ)
+    if conf:
+        env["SLURM_CONF"] = conf
+    return env
+
+
+def _run(argv: Sequence[str], env: Mapping[str, str], timeout: float = 60) -> str:
+    try:
+        proc = subprocess.run(
+            list(argv), env=dict(env), capture_output=True, text=True, timeout=timeout, check=False
+        )
+    except FileNotFoundError as exc:
+        raise SlurmError(
+            f"{argv[0]} not found: the Slurm launcher runs on a login node with the Slurm "
+            "client commands (apt-get install slurm-client), or use --launcher ssh"
+        ) from exc
+    except subprocess.TimeoutExpired as exc:
+        raise SlurmError(f"{' '.join(argv[:3])} … did not answer in {timeout:g} s") from exc
+    if proc.returncode != 0:
+        raise SlurmError(f"{' '.join(argv)} failed ({proc.returncode}): {proc.stderr.strip()}")
+    return proc.stdout
+
+
+def node_states(nodes: Sequence[str], env: Mapping[str, str]) -> dict[str, tuple[str, str]]:
+    """Slurm's state and reason of each node it knows: {node: (state, reason)}."""
+    out = _run(["sinfo", "-h", "-N", "-n", ",".join(nodes), "-o", "%N|%T|%E"], env)
+    states: dict[str, tuple[str, str]] = {}
+    for line in out.splitlines():
+        name, _, rest = line.partition("|")
+        state, _, reason = rest.partition("|")
+        if name:
+            states[name.strip()] = (state.strip().lower(), reason.strip())
+    return states
+
+
+def unusable(states: Mapping[str, tuple[str, str]], node: str) -> str | None:
+    """Why Slurm cannot run a step on the node, or None."""
+    if node not in states:
+        return "Slurm does not know this node (not in slurm.conf, or not in the partition)"
+    state, reason = states[node]
+    flags = set(re.split(r"[+~#!%$@^-]", state.rstrip("*"))) - {""}
+    if state.endswith("*") or not flags <= USABLE:
+        why = f"Slurm reports it {state}"
+        return why + (f" (reason: {reason})" if reason and reason != "none" else "")
+    return None
+
+
+@dataclass
+class Allocation:
+    job_id: str
+    nodes: tuple[str, ...]
+    owned: bool  # we made it (salloc) and release it at the end
+
+
+def allocate(
+    nodes: Sequence[str], settings: SlurmSettings, env: Mapping[str, str], wait_s: float = 600
+) -> Allocation:
+    """The current allocation (inside salloc/sbatch), or a new one for these nodes."""
+    job = env.get("SLURM_JOB_ID")
+    if job and not settings.partition:
+        names = _run(["scontrol", "show", "hostnames", env.get("SLURM_JOB_NODELIST", "")], env)
+        return Allocation(job, tuple(names.split()), owned=False)
+    argv = ["salloc", "--no-shell", "-N", str(len(nodes)), "-w", ",".join(nodes)]
+    argv += ["-J", "rackops-validate", "-t", str(settings.time_limit_min)]
+    if settings.partition:
+        argv += ["-p", settings.partition]
+    if settings.reservation:
+        argv += ["--reservation", settings.reservation]
+    if settings.exclusive:
+        argv.append("--exclusive")
+    try:
+        proc = subprocess.run(
+            argv, env=dict(env), capture_output=True, text=True, timeout=wait_s, check=False
+        )
+    except FileNotFoundError as exc:
+        raise SlurmError("salloc not found: install the Slurm client commands") from exc
+    except subprocess.TimeoutExpired as exc:
+        raise SlurmError(
+            f"salloc for {len(nodes)} nodes was not granted in {wait_s:g} s (partition "
+            f"{settings.partition or 'default'}): free the nodes or pass --reservation"
+        ) from exc
+    found = re.search(r"Granted job allocation (\d+)", proc.stderr + proc.stdout)
+    if proc.returncode != 0 or not found:
+        raise SlurmError(f"salloc failed ({proc.returncode}): {proc.stderr.strip()}")
+    return Allocation(found.group(1), tuple(nodes), owned=True)
+
+
+@dataclass
+class SlurmHandle:
+    """A step started in the background (a perftest server), read while it runs."""
+
+    host: str
+    argv: tuple[str, ...]
+    proc: subprocess.Popen[bytes]
+    started: float
+    out: bytearray = field(default_factory=bytearray)
+    err: bytearray = field(default_factory=bytearray)
+    _readers: list[threading.Thread] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        for stream, buf in ((self.proc.stdout, self.out), (self.proc.stderr, self.err)):
+            t = threading.Thread(target=self._pump, args=(stream, buf), daemon=True)
+            t.start()
+            self._readers.append(t)
+
+    @staticmethod
+    def _pump(stream: object, buf: bytearray) -> None:
+        read = getattr(stream, "read1", None)
+        while read is not None:
+            chunk = read(65536)
+            if not chunk:
+                return
+            buf += chunk
+
+    def exited(self) -> bool:
+        return self.proc.poll() is not None
+
+    def wait_for(self, marker: bytes, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if marker in self.out or marker in self.err:
+                return True
+            if self.exited():
+                for t in self._readers:
+                    t.join(5)
+                return marker in self.out or marker in self.err
+            time.sleep(0.02)
+        return False
+
+    def wait(self, timeout: float) -> CommandResult:
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(10)
+        for t in self._readers:
+            t.join(5)
+        rc = self.proc.returncode
+        return CommandResult(
+            self.host,
+            self.argv,
+            rc,
+            self.out.decode(errors="replace"),
+            self.err.decode(errors="replace"),
+            time.monotonic() - self.started,
+            timed_out=rc in (TIMEOUT_RC, -9),
+        )
+
+
+class SlurmExecutor:
+    # nodes per srun of a per-node check; the runner's pool runs several such steps at once
+    batch = 256
+
+    def __init__(
+        self,
+        allocation: Allocation,
+        settings: SlurmSettings,
+        env: Mapping[str, str],
+        states: Mapping[str, tuple[str, str]],
+    ) -> None:
+        self.alloc = allocation
+        self.settings = settings
+        self.env = dict(env)
+        self.env.pop("SLURM_CPU_BIND", None)  # steps bind as the allocation says
+        self.states = dict(states)
+        self.launched = 0  # srun processes started, for the bench
+
+    def _why_not(self, node: str) -> str | None:
+        if node not in self.alloc.nodes:
+            return f"not in Slurm allocation {self.alloc.job_id}"
+        return unusable(self.states, node)
+
+    def _srun(self, nodes: Sequence[str], *opts: str) -> list[str]:
+        self.launched += 1
+        argv = ["srun", f"--jobid={self.alloc.job_id}", "--overlap", "--quiet"]
+        argv += [f"--export={self.settings.export}", "-N", str(len(nodes))]
+        argv += ["-w", ",".join(nodes), *opts, "--"]
+        return argv
+
+    def run(
+        self, t: Target, argv: Sequence[str], timeout: float, become: bool | None = None
+    ) -> CommandResult:
+        return self.run_many([(t, argv)], timeout)[0]
+
+    def run_many(
+        self, jobs: Sequence[tuple[Target, Sequence[str]]], timeout: float
+    ) -> list[CommandResult]:
+        results: dict[int, CommandResult] = {}
+        groups: dict[tuple[str, ...], list[int]] = {}
+        for i, (t, argv) in enumerate(jobs):
+            why = self._why_not(t.name)
+            if why is not None:
+                results[i] = CommandResult(t.name, tuple(argv), None, "", "", 0.0, error=why)
+            else:
+                groups.setdefault(tuple(argv), []).append(i)
+        for argv, idx in groups.items():
+            nodes = [jobs[i][0].name for i in idx]
+            for node, res in zip(nodes, self._fan_out(nodes, argv, timeout), strict=True):
+                results[idx[nodes.index(node)]] = res
+        return [results[i] for i in range(len(jobs))]
+
+    def _fan_out(
+        self, nodes: Sequence[str], argv: Sequence[str], timeout: float
+    ) -> list[CommandResult]:
+        cmd = self._srun(nodes, "--ntasks-per-node=1", "--label")
+        cmd += ["sh", "-c", WRAP, "rackops", *timeout_argv(argv, timeout)]
+        started = time.monotonic()
+        timed_out = False
+        try:
+            proc = subprocess.run(
+                cmd,
+                env=self.env,
+                capture_output=True,
+                text=True,
+                errors="replace",
+                timeout=timeout + STEP_GRACE_S,
+                check=False,
+            )
+            out, err = proc.stdout, proc.stderr
+        except subprocess.TimeoutExpired as exc:
+            timed_out = True
+            out = _text(exc.stdout)
+            err = _text(exc.stderr)
+        except FileNotFoundError:
+            return [
+                CommandResult(n, tuple(argv), None, "", "", 0.0, error="srun not found")
+                for n in nodes
+            ]
+        took = time.monotonic() - started
+        per = split_labelled(out, err)
+        launcher = "; ".join(line for line in err.splitlines() if not _LABEL.match(line))[-400:]
+        results = []
+        for node in nodes:
+            got = per.get(node)
+            if got is None:
+                why = launcher or "srun started no task there"
+                if timed_out:
+                    why = f"srun did not start a task in {timeout + STEP_GRACE_S:g} s"
+                results.append(
+                    CommandResult(node, tuple(argv), None, "", "", took, error=f"srun: {why}")
+                )
+                continue
+            stdout, stderr, rc = got
+            results.append(
+                CommandResult(
+                    node,
+                    tuple(argv),
+                    rc,
+                    stdout,
+                    stderr,
+                    took,
+                    timed_out=rc == TIMEOUT_RC or (rc is None and timed_out),
+                )
+            )
+        return results
+
+    def start(
+        self, t: Target, argv: Sequence[str], timeout: float, become: bool | None = None
+    ) -> SlurmHandle:
+        why = self._why_not(t.name)
+        if why is not None:
+            raise SlurmError(f"{t.name}: {why}")
+        cmd = self._srun([t.name], "-n", "1", *timeout_argv(argv, timeout))
+        proc = subprocess.Popen(
+            cmd, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0
+        )
+        return SlurmHandle(t.name, tuple(argv), proc, time.monotonic())
+
+    def multi_node(
+        self,
+        targets: Sequence[Target],
+        ranks_per_node: int,
+        argv: Sequence[str],
+        env: Mapping[str, str],
+        timeout: float,
+    ) -> CommandResult:
+        names = [t.name for t in targets]
+        why = next(((n, w) for n in names if (w := self._why_not(n)) is not None), None)
+        if why is not None:
+            return CommandResult(
+                names[0], tuple(argv), None, "", "", 0.0, error=f"{why[0]}: {why[1]}"
+            )
+        export = self.settings.export
+        extra = ",".join(f"{k}={v}" for k, v in env.items())
+        cmd = self._srun(names, f"--ntasks-per-node={ranks_per_node}", f"--mpi={self.settings.mpi}")
+        if extra:
+            cmd = [f"--export={export},{extra}" if c.startswith("--export=") else c for c in cmd]
+        cmd += timeout_argv(argv, timeout)
+        started = time.monotonic()
+        try:
+            proc = subprocess.run(
+                cmd,
+                env=self.env,
+                capture_output=True,
+                text=True,
+                errors="replace",
+                timeout=timeout + STEP_GRACE_S,
+                check=False,
+            )
+        except subprocess.TimeoutExpired as exc:
+            return CommandResult(
+                names[0],
+                tuple(cmd),
+                None,
+                _text(exc.stdout),
+                _text(exc.stderr),
+                time.monotonic() - started,
+                timed_out=True,
+            )
+        return CommandResult(
+            names[0],
+            tuple(cmd),
+            proc.returncode,
+            proc.stdout,
+            proc.stderr,
+            time.monotonic() - started,
+            timed_out=proc.returncode == TIMEOUT_RC,
+        )
+
+    def close(self) -> None:
+        if self.alloc.owned:
+            subprocess.run(
+                ["scancel", self.alloc.job_id], env=self.env, capture_output=True, check=False
+            )
+
+
+def _text(data: bytes | str | None) -> str:
+    if data is None:
+        return ""
+    return data.decode(errors="replace") if isinstance(data, bytes) else data
+
+
+def split_labelled(out: str, err: str) -> dict[str, tuple[str, str, int | None]]:
+    """srun --label output of the wrapped tasks: {node: (stdout, stderr, rc)}. A task whose
+    exit-status line is missing was cut off (rc None)."""
+    node_of: dict[str, str] = {}
+    body: dict[str, list[str]] = {}
+    rcs: dict[str, int] = {}
+    for task, text in _labelled(out):
+        if text.startswith(NODE_MARK + " ") and task not in node_of:
+            node_of[task] = text[len(NODE_MARK) + 1 :].strip()
+            body[task] = []
+        elif text.startswith(RC_MARK + " ") and task in node_of:
+            with contextlib.suppress(ValueError):
+                rcs[task] = int(text[len(RC_MARK) + 1 :].strip())
+        elif task in body and task not in rcs:
+            body[task].append(text)
+    errs: dict[str, list[str]] = {}
+    for task, text in _labelled(err):
+        errs.setdefault(task, []).append(text)
+    result: dict[str, tuple[str, str, int | None]] = {}
+    for task, node in node_of.items():
+        lines = body[task]
+        if task in rcs and lines and lines[-1] == "":
+            lines = lines[:-1]  # the newline the wrapper put before its status line
+        stdout = "\n".join(lines) + ("\n" if lines else "")
+        stderr = "\n".join(errs.get(task, [])) + ("\n" if errs.get(task) else "")
+        result[node] = (stdout, stderr, rcs.get(task))
+    return result
+
+
+def _labelled(text: str) -> Iterator[tuple[str, str]]:
+    for line in text.splitlines():
+        m = _LABEL.match(line)
+        if m:
+            yield m.group(1), m.group(2)
