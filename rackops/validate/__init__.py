@@ -28,7 +28,6 @@ from rackops.validate.slurm import (
     slurm_env,
     unusable,
 )
-from rackops.validate.ssh import SshExecutor
 
 
 @dataclass
@@ -118,6 +117,8 @@ def validate(
         progress(f"[slurm] job {alloc.job_id} on {len(alloc.nodes)} nodes")
         executor = SlurmExecutor(alloc, slurm, env, states)
     else:
+        from rackops.validate.ssh import SshExecutor  # paramiko: not needed by node-check
+
         executor = SshExecutor(accept_new_host_keys=accept_new_host_keys, mpirun_args=mpirun)
     try:
         runner = Runner(

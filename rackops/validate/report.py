@@ -53,7 +53,7 @@ def build_report(run: RunDir) -> dict[str, Any]:
             st = max(
                 (f["status"] for f in rec["findings"]), key=STATUS_VALUE.__getitem__, default="OK"
             )
-            nodes[rec["node"]][rec["tool"] if rec["kind"] == "node" else "ssh"] = st
+            nodes[rec["node"]][rec["tool"]] = st
     pairs = _links(records)
     ports = _ports(records)
     curves = []

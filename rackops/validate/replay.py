@@ -1,0 +1,214 @@
+"""The replaying launcher: recorded outputs served back, so the runner's scheduling,
+timeouts, retries and resume are tested without a lab.
+
+A :class:`Recording` maps a node and a command to the answers it gave, in order (the last
+one repeats): exact argv first, then the tool name alone (``*`` for any node). perftest's
+port (``-p N``) is not part of the key, as every run draws its own. A recording comes from
+a finished run directory (``Recording.from_rundir``: every step's saved output, argv, exit
+status, timeout and unreachable node), or is put together by hand. A command with nothing
+recorded raises :class:`NotRecorded`: a replay never invents an answer.
+
+Every call is logged (``calls``), so a test can assert what ran, where and how often.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rackops.validate.executor import CommandResult, Target
+from rackops.validate.rundir import RunDir
+
+
+class NotRecorded(LookupError):
+    pass
+
+
+@dataclass(frozen=True)
+class Reply:
+    rc: int | None = 0
+    stdout: str = ""
+    stderr: str = ""
+    error: str | None = None  # the node could not be reached
+    timed_out: bool = False
+    listens: bool = True  # start(): the server prints its "Waiting for client" banner
+
+    def result(self, host: str, argv: Sequence[str]) -> CommandResult:
+        return CommandResult(
+            host,
+            tuple(argv),
+            self.rc,
+            self.stdout,
+            self.stderr,
+            0.0,
+            timed_out=self.timed_out,
+            error=self.error,
+        )
+
+
+def key_of(argv: Sequence[str]) -> tuple[str, ...]:
+    """The argv without perftest's port (each run draws its own)."""
+    out, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+            continue
+        if a == "-p":
+            skip = True
+            continue
+        out.append(a)
+    return tuple(out)
+
+
+@dataclass
+class Recording:
+    exact: dict[tuple[str, tuple[str, ...]], list[Reply]] = field(default_factory=dict)
+    by_tool: dict[tuple[str, str], list[Reply]] = field(default_factory=dict)
+    unreachable: dict[str, str] = field(default_factory=dict)
+
+    def add(self, node: str, argv: Sequence[str], *replies: Reply) -> Recording:
+        self.exact.setdefault((node, key_of(argv)), []).extend(replies)
+        return self
+
+    def add_tool(self, node: str, tool: str, *replies: Reply) -> Recording:
+        """Answers for every command of this tool on the node (``*``: any node)."""
+        self.by_tool.setdefault((node, tool), []).extend(replies)
+        return self
+
+    def down(self, node: str, why: str = "replay: recorded unreachable") -> Recording:
+        self.unreachable[node] = why
+        return self
+
+    @classmethod
+    def from_rundir(cls, path: Path) -> Recording:
+        rec = cls()
+        run = RunDir(path)
+        for r in run.records():
+            if r["kind"] == "unreachable" and r.get("node"):
+                msg = r["findings"][0]["message"] if r["findings"] else "unreachable"
+                rec.down(r["node"], msg)
+                continue
+            if not r.get("argv") or not r.get("host"):
+                continue
+            add = rec.add
+            if r["kind"] == "nccl":  # answered by multi_node, whatever launcher recorded it
+
+                def add(node: str, _argv: Sequence[str], *replies: Reply) -> Recording:
+                    return rec.add_tool(node, "multi_node", *replies)
+
+            add(
+                r["host"],
+                r["argv"],
+                Reply(
+                    rc=r.get("rc"),
+                    stdout=_read(path, r.get("stdout")),
+                    stderr=_read(path, r.get("stderr")),
+                    timed_out=bool(r.get("timed_out")),
+                    error=r.get("error"),
+                ),
+            )
+        return rec
+
+
+def _read(root: Path, rel: Any) -> str:
+    return (root / rel).read_text(errors="replace") if isinstance(rel, str) else ""
+
+
+@dataclass
+class ReplayHandle:
+    host: str
+    argv: tuple[str, ...]
+    reply: Reply
+
+    def wait_for(self, marker: bytes, timeout: float) -> bool:
+        return self.reply.listens
+
+    def exited(self) -> bool:
+        return not self.reply.listens
+
+    def wait(self, timeout: float) -> CommandResult:
+        return self.reply.result(self.host, self.argv)
+
+
+@dataclass(frozen=True)
+class Call:
+    how: str  # run | start | multi_node
+    node: str
+    argv: tuple[str, ...]
+    timeout: float
+
+
+class ReplayExecutor:
+    def __init__(self, recording: Recording, *, batch: int = 1, delay_s: float = 0.0) -> None:
+        self.recording = recording
+        self.batch = batch
+        self.delay_s = delay_s  # per answer, to make the pool's overlap observable
+        self.calls: list[Call] = []
+        self._used: dict[tuple[Any, ...], int] = {}
+        self._lock = threading.Lock()
+        self.in_flight = 0
+        self.max_in_flight = 0
+
+    def _answer(self, how: str, t: Target, argv: Sequence[str], timeout: float) -> Reply:
+        with self._lock:
+            self.calls.append(Call(how, t.name, tuple(argv), timeout))
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            if self.delay_s:
+                time.sleep(self.delay_s)
+            if t.name in self.recording.unreachable:
+                return Reply(rc=None, error=self.recording.unreachable[t.name])
+            k: tuple[Any, ...] = (t.name, key_of(argv))
+            replies = self.recording.exact.get((t.name, key_of(argv)))
+            if replies is None:
+                for node in (t.name, "*"):
+                    k = (node, argv[0])
+                    replies = self.recording.by_tool.get(k)
+                    if replies is not None:
+                        break
+            if not replies:
+                raise NotRecorded(f"{t.name}: nothing recorded for {' '.join(argv)}")
+            with self._lock:
+                n = self._used.get(k, 0)
+                self._used[k] = n + 1
+            return replies[min(n, len(replies) - 1)]
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+    def run(
+        self, t: Target, argv: Sequence[str], timeout: float, become: bool | None = None
+    ) -> CommandResult:
+        return self._answer("run", t, argv, timeout).result(t.name, argv)
+
+    def run_many(
+        self, jobs: Sequence[tuple[Target, Sequence[str]]], timeout: float
+    ) -> list[CommandResult]:
+        return [self.run(t, argv, timeout) for t, argv in jobs]
+
+    def start(
+        self, t: Target, argv: Sequence[str], timeout: float, become: bool | None = None
+    ) -> ReplayHandle:
+        reply = self._answer("start", t, argv, timeout)
+        if reply.error is not None:
+            raise ConnectionError(reply.error)
+        return ReplayHandle(t.name, tuple(argv), reply)
+
+    def multi_node(
+        self,
+        targets: Sequence[Target],
+        ranks_per_node: int,
+        argv: Sequence[str],
+        env: Mapping[str, str],
+        timeout: float,
+    ) -> CommandResult:
+        reply = self._answer("multi_node", targets[0], ["multi_node", *argv], timeout)
+        return reply.result(targets[0].name, argv)
+
+    def close(self) -> None:
+        return None

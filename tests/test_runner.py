@@ -1,0 +1,215 @@
+"""The runner without a lab: a recorded lab run (tests/fixtures/replay/lab-2node, a clean
+2-node rack, suite `lab`, recorded over SSH by `rackops validate`) served back by the
+replaying launcher. Scheduling, timeouts, unreachable nodes, retries and resume are
+checked against what the runner asked for and what it recorded."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rackops.inventory import load_inventory
+from rackops.profiles import load_profile
+from rackops.suites import load_suite
+from rackops.validate.plan import make_plan
+from rackops.validate.replay import Recording, ReplayExecutor, Reply, key_of
+from rackops.validate.report import write_reports
+from rackops.validate.rundir import RunDir
+from rackops.validate.runner import Runner, targets_from_inventory
+
+REC = Path(__file__).parent / "fixtures" / "replay" / "lab-2node"
+RAW = REC / "run" / "raw"
+
+
+def recording() -> Recording:
+    rec = Recording.from_rundir(REC / "run")
+    # what the run directory keeps only as raw files: the servers and the jumbo pings
+    server = (RAW / "pair_node01-node02_rail0_0_server.out").read_text()
+    rec.add_tool("*", "ib_write_bw", Reply(stdout=server))
+    rec.add_tool("*", "ib_write_lat", Reply(stdout=server))
+    rec.add_tool("*", "ping", Reply(stdout=(RAW / "pair_node01-node02_rail0_ping.out").read_text()))
+    return rec
+
+
+def runner(run: Path, ex: ReplayExecutor, suite_overrides: dict[str, Any] | None = None) -> Any:
+    inv = str(REC / "inventory")
+    result = load_inventory(inv)
+    cluster = result.raise_for_errors()
+    suite = load_suite("lab", REC / "inventory")
+    if suite_overrides:
+        suite = suite.model_copy(update={"checks": suite.checks.model_copy(update=suite_overrides)})
+    profiles = {n.profile: load_profile(n.profile).profile for n in cluster.nodes}
+    r = Runner(
+        cluster,
+        suite,
+        profiles,
+        targets_from_inventory(result, cluster),
+        ex,
+        RunDir(run),
+        concurrency=8,
+        lab=True,
+        progress=lambda _m: None,
+    )
+    return r, make_plan(cluster, suite)
+
+
+def statuses(run: Path) -> dict[str, list[str]]:
+    return {r["id"]: [f["status"] for f in r["findings"]] for r in RunDir(run).records()}
+
+
+def test_the_replayed_run_gives_the_recorded_verdict_with_every_step_once(tmp_path: Path) -> None:
+    ex = ReplayExecutor(recording(), delay_s=0.01)
+    r, plan = runner(tmp_path, ex)
+    r.run(plan)
+    report, verdict = write_reports(RunDir(tmp_path))
+    recorded = json.loads((REC / "run" / "run.json").read_text())
+    assert report["verdict"] == "ACCEPTED" and recorded["suite"] == "lab"
+    want = {json.loads(x)["id"] for x in (REC / "run" / "results.jsonl").read_text().splitlines()}
+    assert set(statuses(tmp_path)) == want
+    # every per-node check ran once on each node, in parallel
+    node_calls = [c for c in ex.calls if c.how == "run" and c.argv[0] != "ping"]
+    per_node: dict[str, int] = {}
+    for c in node_calls:
+        per_node[c.node] = per_node.get(c.node, 0) + 1
+    checks = len([i for i in want if i.startswith("node/node01/")])
+    assert per_node["node01"] >= checks and per_node["node02"] >= checks
+    assert ex.max_in_flight > 1
+    # a server per link end and rail: 8 bandwidth and 8 latency servers, each started once
+    starts = [c for c in ex.calls if c.how == "start"]
+    assert len(starts) == 16 and {c.node for c in starts} == {"node01"}
+    ports = {c.argv[c.argv.index("-p") + 1] for c in starts}
+    assert len(ports) == 16  # no two servers share a port
+
+
+def test_a_hung_tool_times_out_on_that_node_only(tmp_path: Path) -> None:
+    rec = recording()
+    dcgm = next(k for k in rec.exact if k[0] == "node02" and k[1][0] == "dcgmi")
+    rec.exact[dcgm] = [Reply(rc=124, stdout="", timed_out=True)]
+    ex = ReplayExecutor(rec)
+    r, plan = runner(tmp_path, ex)
+    r.run(plan)
+    got = statuses(tmp_path)
+    assert got["node/node02/dcgmi-diag"] == ["ERROR"]
+    assert got["node/node01/dcgmi-diag"] == ["OK"]
+    (rec02,) = [x for x in RunDir(tmp_path).records() if x["id"] == "node/node02/dcgmi-diag"]
+    assert rec02["findings"][0]["code"] == "RUN-TIMEOUT"
+    # the timeout given is the suite's, and the run went on to the pairs
+    (call,) = [c for c in ex.calls if c.node == "node02" and c.argv[0] == "dcgmi"]
+    assert call.timeout == 10
+    assert "pair/node01-node02/rail0" in got
+    report, _ = write_reports(RunDir(tmp_path))
+    assert report["verdict"] != "ACCEPTED"
+
+
+def test_an_unreachable_node_is_one_error_and_its_links_are_skipped(tmp_path: Path) -> None:
+    ex = ReplayExecutor(recording().down("node02", "cannot connect to 127.0.0.1:2302"))
+    r, plan = runner(tmp_path, ex)
+    r.run(plan)
+    records = RunDir(tmp_path).records()
+    unreachable = [x for x in records if x["kind"] == "unreachable"]
+    assert [(x["node"], x["findings"][0]["code"]) for x in unreachable] == [("node02", "NODE-000")]
+    assert "not reachable over SSH: cannot connect" in unreachable[0]["findings"][0]["message"]
+    pairs = [x for x in records if x["id"].startswith("pair/")]
+    assert len(pairs) == 8 and all(x["findings"][0]["code"] == "PAIR-SKIP" for x in pairs)
+    # nothing was started for a pair with it, and no node check judged it
+    assert not [c for c in ex.calls if c.how == "start"]
+    assert not [x for x in records if x["kind"] == "node" and x["node"] == "node02"]
+    report, _ = write_reports(RunDir(tmp_path))
+    assert report["verdict"] != "ACCEPTED" and report["culprits"] == []
+
+
+def test_a_failed_attempt_is_retried_and_a_flaky_link_is_named(tmp_path: Path) -> None:
+    rec = recording()
+    link = next(k for k in rec.exact if k[1][0] == "ib_write_bw" and "mlx5_3" in k[1])
+    good = rec.exact[link][0]
+    slow = Reply(
+        stdout=re.sub(
+            r"(\n \d+\s+\d+\s+)([\d.]+)(\s+)([\d.]+)", r"\g<1>0.00\g<3>90.00", good.stdout
+        )
+    )
+    assert slow.stdout != good.stdout
+    rec.exact[link] = [slow, good]
+    bw = load_suite("lab", REC / "inventory").checks.perftest_bw
+    assert bw is not None
+    ex = ReplayExecutor(rec)
+    r, plan = runner(tmp_path, ex, {"perftest_bw": bw.model_copy(update={"repeats": 3})})
+    r.run(plan)
+    (pair,) = [x for x in RunDir(tmp_path).records() if x["id"] == "pair/node01-node02/rail3"]
+    assert len(pair["meta"]["attempts"]) == 2  # stopped at the first pass
+    assert pair["meta"]["attempts"][0] == 90.0
+    assert [f["status"] for f in pair["findings"] if f["code"].startswith("PERF")] == ["WARN"]
+    other = [x for x in RunDir(tmp_path).records() if x["id"] == "pair/node01-node02/rail0"]
+    assert "attempts" not in other[0]["meta"]  # a link that passed at once ran once
+
+
+def test_a_server_port_held_on_the_node_moves_up_once(tmp_path: Path) -> None:
+    rec = recording()
+    held = Reply(
+        rc=1,
+        stderr=" Couldn't bind the server socket to port 18515: Address already in use\n",
+        listens=False,
+    )
+    server = rec.by_tool[("*", "ib_write_bw")]
+    rec.by_tool[("*", "ib_write_bw")] = [held, *server]
+    ex = ReplayExecutor(rec)
+    r, plan = runner(tmp_path, ex)
+    r.run(plan)
+    starts = [c for c in ex.calls if c.how == "start" and c.argv[0] == "ib_write_bw"]
+    assert len(starts) == 9  # one link's server tried twice
+    first, second = starts[0], next(c for c in starts[1:] if c.argv[2] == starts[0].argv[2])
+    p1, p2 = (int(c.argv[c.argv.index("-p") + 1]) for c in (first, second))
+    assert p2 == p1 + 50
+    assert all(s == ["OK"] * len(s) for k, s in statuses(tmp_path).items() if k.startswith("pair/"))
+
+
+class Killed(BaseException):  # as a kill: nothing of the runner catches it
+    pass
+
+
+class KilledAfter(ReplayExecutor):
+    """Stops answering after n answers, as a killed controller would."""
+
+    def __init__(self, rec: Recording, n: int) -> None:
+        super().__init__(rec)
+        self.left = n
+        self._gate = threading.Lock()
+
+    def _answer(self, how: str, t: Any, argv: Any, timeout: float) -> Reply:
+        with self._gate:
+            self.left -= 1
+            if self.left < 0:
+                raise Killed
+        return super()._answer(how, t, argv, timeout)
+
+
+@pytest.mark.parametrize("kill_after", [5, 40, 60])
+def test_resume_runs_only_what_is_missing(tmp_path: Path, kill_after: int) -> None:
+    first = KilledAfter(recording(), kill_after)
+    r, plan = runner(tmp_path, first)
+    with pytest.raises(Killed):
+        r.run(plan)
+    done_before = set(statuses(tmp_path))
+    assert done_before and len(done_before) < 61
+    again = ReplayExecutor(recording())
+    r2, plan2 = runner(tmp_path, again)
+    r2.run(plan2)
+    ids = [x["id"] for x in RunDir(tmp_path).records()]
+    assert len(ids) == len(set(ids))  # no step recorded twice
+    full = {json.loads(x)["id"] for x in (REC / "run" / "results.jsonl").read_text().splitlines()}
+    assert set(ids) == full
+    # the resumed run asked nothing of a step it already had
+    step_of = {
+        (x["host"], key_of(x["argv"])): x["id"]
+        for x in RunDir(REC / "run").records()
+        if x.get("argv") and x["kind"] in ("node", "phy")
+    }
+    asked = {step_of.get((c.node, key_of(c.argv))) for c in again.calls} - {None}
+    assert asked and not asked & done_before
+    assert r2.port_base != r.port_base  # a new port block: the killed run's servers may linger
+    report, _ = write_reports(RunDir(tmp_path))
+    assert report["verdict"] == "ACCEPTED"
