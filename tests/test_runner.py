@@ -66,7 +66,7 @@ def test_the_replayed_run_gives_the_recorded_verdict_with_every_step_once(tmp_pa
     ex = ReplayExecutor(recording(), delay_s=0.01)
     r, plan = runner(tmp_path, ex)
     r.run(plan)
-    report, verdict = write_reports(RunDir(tmp_path))
+    report, _ = write_reports(RunDir(tmp_path))
     recorded = json.loads((REC / "run" / "run.json").read_text())
     assert report["verdict"] == "ACCEPTED" and recorded["suite"] == "lab"
     want = {json.loads(x)["id"] for x in (REC / "run" / "results.jsonl").read_text().splitlines()}

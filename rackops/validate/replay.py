@@ -94,23 +94,17 @@ class Recording:
                 continue
             if not r.get("argv") or not r.get("host"):
                 continue
-            add = rec.add
-            if r["kind"] == "nccl":  # answered by multi_node, whatever launcher recorded it
-
-                def add(node: str, _argv: Sequence[str], *replies: Reply) -> Recording:
-                    return rec.add_tool(node, "multi_node", *replies)
-
-            add(
-                r["host"],
-                r["argv"],
-                Reply(
-                    rc=r.get("rc"),
-                    stdout=_read(path, r.get("stdout")),
-                    stderr=_read(path, r.get("stderr")),
-                    timed_out=bool(r.get("timed_out")),
-                    error=r.get("error"),
-                ),
+            reply = Reply(
+                rc=r.get("rc"),
+                stdout=_read(path, r.get("stdout")),
+                stderr=_read(path, r.get("stderr")),
+                timed_out=bool(r.get("timed_out")),
+                error=r.get("error"),
             )
+            if r["kind"] == "nccl":  # answered by multi_node, whatever launcher recorded it
+                rec.add_tool(r["host"], "multi_node", reply)
+            else:
+                rec.add(r["host"], r["argv"], reply)
         return rec
 
 
