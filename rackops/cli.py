@@ -148,6 +148,8 @@ def _cmd_lab(args: argparse.Namespace) -> int:
                 inventory=args.inventory,
                 suite=args.release,
                 systemd=args.systemd,
+                slurm=args.slurm,
+                slurm_health_interval=args.slurm_health_interval,
                 port_base=args.port_base,
                 log=log,
             )
@@ -158,6 +160,8 @@ def _cmd_lab(args: argparse.Namespace) -> int:
             where = f"{node.ssh_host}:{node.ssh_port}" if node.started else "not started"
             print(f"{node.name}  {where}  mgmt {node.mgmt_ip}")
         print(f"ssh -F {state.workdir / 'ssh_config'} node01")
+        if state.slurm:
+            print(f"SLURM_CONF={state.workdir / 'slurm' / 'etc' / 'slurm.conf'} sinfo")
         return ExitCode.OK
     if args.action == "repo":
         from rackops.lab.lab import DEFAULT_VERSIONS
@@ -507,6 +511,20 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=2300,
         help="target N answers SSH on 127.0.0.1:<port-base + N>",
+    )
+    labp.add_argument(
+        "--slurm",
+        action="store_true",
+        help="up: a real Slurm (slurmctld here, slurmd in every target, partition gpu); "
+        "needs --engine nspawn",
+    )
+    labp.add_argument(
+        "--slurm-health-interval",
+        type=int,
+        default=0,
+        metavar="S",
+        help="up --slurm: run `rackops node-check --drain` as Slurm's HealthCheckProgram every "
+        "S seconds (default 0: never)",
     )
     labp.add_argument("--purge", action="store_true", help="down: also remove the images")
     labp.set_defaults(func=_cmd_lab)

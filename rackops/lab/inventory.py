@@ -134,6 +134,20 @@ def write_inventory(state: LabState, dest: Path) -> None:
                 f"-o ControlMaster=auto -o ControlPersist=60s -o ControlPath={state.workdir}/cm-%C"
             ),
             "rackops_lab": True,
+            **(
+                {
+                    # `lab up --slurm`: the nodes are in the lab's Slurm (lab/slurm.py)
+                    "rackops_scheduler": "slurm",
+                    "rackops_slurm_conf": str(state.workdir / "slurm" / "etc" / "slurm.conf"),
+                    # Debian's slurmd has the pmi2 plugin built in (pmix needs libpmix)
+                    "rackops_slurm_mpi": "pmi2",
+                    # the lab machine's own environment means nothing in a target
+                    "rackops_slurm_export": "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:"
+                    "/usr/bin:/sbin:/bin,LANG=C.UTF-8",
+                }
+                if state.slurm
+                else {}
+            ),
             "rackops_lab_repo": "/srv/rackops-repo",
             "rackops_apply_runtime": False,  # kernel-global settings would hit the lab machine
             "ofed_manage_repo": False,  # the lab's stand-in repository is already an apt source

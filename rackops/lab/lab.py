@@ -21,6 +21,7 @@ from pathlib import Path
 
 from rackops.inventory.model import Versions
 from rackops.lab import lldp, nspawn
+from rackops.lab import slurm as lab_slurm
 from rackops.lab.engine import LABEL, Engine, LabError
 from rackops.lab.hoststate import restore, snapshot
 from rackops.lab.inventory import RAILS, netdev, write_inventory
@@ -50,6 +51,10 @@ PACKAGES = (
     "systemd-sysv",
     "dbus",
     "lldpd",  # the targets' own LLDP agent: lldpctl shows the leaf port each cable is in
+    # a real Slurm in the lab (`lab up --slurm`): units disabled unless asked for
+    "slurmd",
+    "slurm-client",
+    "munge",
 )
 LAB_INIT = """#!/bin/sh
 # rackops lab: put the lab's SSH keys in place for the ci user, then run sshd.
@@ -205,6 +210,8 @@ def up(
     inventory: str = "inventories/lab",
     suite: str = "bookworm",
     systemd: bool = False,
+    slurm: bool = False,
+    slurm_health_interval: int = 0,
     port_base: int = 2300,
     versions: Versions = DEFAULT_VERSIONS,
     log: list[str] | None = None,
@@ -215,6 +222,10 @@ def up(
     if systemd and engine_name not in ("podman", "nspawn"):
         raise LabError("--systemd needs podman (systemd as PID 1 via podman --systemd)")
     nspawn_engine = engine_name == "nspawn"
+    if slurm and not nspawn_engine:
+        raise LabError("--slurm needs --engine nspawn (slurmd and munge run under systemd)")
+    if slurm and (why := lab_slurm.python_matches()):
+        raise LabError(f"--slurm: node-check runs on the targets' CPython 3.11, but {why}")
     if nspawn_engine and shutil.which("systemd-nspawn") is None:
         raise LabError("--engine nspawn needs systemd-nspawn: apt-get install systemd-container")
     wd = lab_workdir(workdir)
@@ -266,11 +277,12 @@ def up(
         key=key,
         networks=nets,
         versions=versions.model_dump(exclude_none=True),
+        slurm=slurm,
     )
     state.save()  # from here on, `down` can clean up whatever exists
     try:
         if nspawn_engine:
-            _start_nspawn(state, spec, names, rails, log)
+            _start_nspawn(state, spec, names, rails, log, slurm_health_interval)
             ends = {
                 (n.name, r): host
                 for n in state.nodes
@@ -293,6 +305,17 @@ def up(
         raise
     write_inventory(state, state.inventory)
     log.append(f"inventory: {state.inventory}")
+    if slurm:
+        try:
+            lab_slurm.sync_inventory(state)
+            lab_slurm.wait_nodes(wd, [n.name for n in state.nodes if n.started])
+        except BaseException:
+            down(workdir=str(wd))
+            raise
+        log.append(
+            f"Slurm: partition {lab_slurm.PARTITION} up; "
+            f"export SLURM_CONF={lab_slurm.conf_path(wd)} (or ssh into a node) to use sinfo"
+        )
     return state
 
 
@@ -302,6 +325,7 @@ def _start_nspawn(
     names: list[str],
     rails: dict[str, dict[int, str]],
     log: list[str],
+    slurm_health_interval: int = 0,
 ) -> None:
     state.networks = []
     for i, name in enumerate(names, 1):
@@ -321,7 +345,11 @@ def _start_nspawn(
             log.append(f"{name}: not started (scenario: unreachable)")
     state.save()
     started = time.monotonic()
-    nspawn.start(state, Path(state.image), RAILS, _leaf_port_mtus(spec), SWITCH_MTU)
+    binds: list[str] = []
+    if state.slurm:
+        lab_slurm.prepare(state, slurm_health_interval)
+        binds = lab_slurm.bind_args(state.workdir)
+    nspawn.start(state, Path(state.image), RAILS, _leaf_port_mtus(spec), SWITCH_MTU, binds)
     deadline = time.monotonic() + 60
     for node in state.nodes:
         if node.started and not _wait_ssh(node.ssh_port, deadline, node.ssh_host):
@@ -333,6 +361,13 @@ def _start_nspawn(
         f"{sum(n.started for n in state.nodes)} nspawn targets answering SSH in "
         f"{time.monotonic() - started:.1f} s"
     )
+    if state.slurm:
+        lab_slurm.start_controller(state.workdir)
+        deadline = time.monotonic() + 30
+        for node in state.nodes:
+            if node.started:
+                lab_slurm.start_node(nspawn.leader(int(node.container), deadline))
+        log.append(f"Slurm: slurmctld and munged here, slurmd in {len(state.nodes)} targets")
 
 
 def _refuse_subnet_in_use(subnet: str) -> None:
@@ -579,6 +614,7 @@ def down(*, workdir: str | None = None, purge: bool = False) -> list[str]:
         return []  # no lab was ever brought up here
     state = LabState.load(wd)
     removed = lldp.stop(wd)
+    removed += lab_slurm.stop(wd)
     # an nspawn lab builds its image with podman: both are swept, whatever state says
     containers = PodmanTargets(wd, state.engine if state and state.engine != "nspawn" else "podman")
     for targets in (

@@ -35,6 +35,7 @@ class LabState:
     networks: list[str]
     versions: dict[str, str]
     nodes: list[LabNode] = field(default_factory=list)
+    slurm: bool = False  # slurmctld on this machine, slurmd in the targets (lab/slurm.py)
 
     def save(self) -> None:
         data = asdict(self)

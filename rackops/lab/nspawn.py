@@ -47,6 +47,7 @@ rm -f /etc/apt/sources.list /etc/hostname && rm -rf /etc/apt/sources.list.d/*
 echo '@APT_SOURCE@' > /etc/apt/sources.list.d/rackops-lab.list
 mkdir -p /lab/ssh /srv/rackops-repo /etc/rackops-hwsim
 systemctl enable rackops-lab-init.service ssh.service lldpd.service >/dev/null 2>&1
+systemctl disable slurmd.service slurmctld.service munge.service >/dev/null 2>&1 || true
 systemctl mask systemd-logind.service getty@.service console-getty.service getty.target \
   systemd-udevd.service systemd-udev-trigger.service systemd-remount-fs.service \
   systemd-networkd.service systemd-resolved.service >/dev/null 2>&1
@@ -115,7 +116,7 @@ def _remove_cgroups() -> None:
             top.rmdir()
 
 
-def _leader(pid: int, deadline: float) -> int:
+def leader(pid: int, deadline: float) -> int:
     """The target's PID 1: the child of systemd-nspawn that lives in new pid and network
     namespaces (nspawn's short-lived outer child does not)."""
     own = {ns: Path(f"/proc/self/ns/{ns}").readlink() for ns in ("net", "pid")}
@@ -158,6 +159,7 @@ def start(
     rails: int,
     switch_mtu: dict[str, dict[int, int]],
     default_mtu: int,
+    binds: list[str] | None = None,
 ) -> None:
     wd = state.workdir
     bridges = [BRIDGE_MGMT] + [f"{PREFIX}-r{r}" for r in range(rails)]
@@ -190,6 +192,7 @@ def start(
             f"--bind-ro={wd / 'scenario.json'}:/etc/rackops-hwsim/scenario.json",
             f"--bind-ro={wd / 'repo'}:/srv/rackops-repo",
             f"--bind-ro={wd / 'nspawn-hosts'}:/etc/hosts",
+            *(binds or []),
         ]
         cgroups = _own_cgroup(node.name)
 
@@ -212,7 +215,7 @@ def start(
     for node in state.nodes:
         if not node.started:
             continue
-        leader = _leader(int(node.container), deadline)
+        pid1 = leader(int(node.container), deadline)
         setup = ["ip link set lo up"]
         for host_end, inside, rail in host_ends(node, rails):
             _wait_link(host_end, deadline)
@@ -226,7 +229,7 @@ def start(
         # the target's ends arrive in its namespace while it boots: retry until they are there
         while True:
             try:
-                _run(["nsenter", "-t", str(leader), "-n", "sh", "-c", " && ".join(setup)])
+                _run(["nsenter", "-t", str(pid1), "-n", "sh", "-c", " && ".join(setup)])
                 break
             except LabError:
                 if time.monotonic() > deadline:

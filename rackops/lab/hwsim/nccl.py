@@ -30,12 +30,21 @@ def nccl(node, tool, args):
             o["J"] = args[i + 1]
             i += 1
         i += 1
-    rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", "0"))
-    size = int(os.environ.get("OMPI_COMM_WORLD_SIZE", "1"))
+    # the MPI rank as Open MPI (mpirun) or Slurm (srun --mpi=pmi2/pmix) gives it
+    env = os.environ
+    rank = int(
+        env.get("OMPI_COMM_WORLD_RANK") or env.get("PMI_RANK") or env.get("SLURM_PROCID") or 0
+    )
+    size = int(
+        env.get("OMPI_COMM_WORLD_SIZE") or env.get("PMI_SIZE") or env.get("SLURM_NTASKS") or 1
+    )
+    local = (
+        env.get("OMPI_COMM_WORLD_LOCAL_SIZE") or env.get("SLURM_NTASKS_PER_NODE", "1").split("(")[0]
+    )
     if rank != 0:
         return 0
     hosts_env = os.environ.get("RACKOPS_HWSIM_HOSTS")
-    per = o["g"] * int(os.environ.get("OMPI_COMM_WORLD_LOCAL_SIZE", "1")) if size > 1 else o["g"]
+    per = o["g"] * int(local) if size > 1 else o["g"]
     hosts = hosts_env.split(",") if hosts_env else [node.name] * max(1, size // max(per, 1))
     nodes = {h: Node(node.scenario, h) for h in dict.fromkeys(hosts)}
     gpus_by_host = {h: nodes[h].gpus() for h in nodes}
