@@ -12,6 +12,7 @@ Where the parts run:
 * **slurmd and munged in every target** (Debian's slurmd, slurm-client and munge packages in
   the image; their units stay disabled unless the lab is up with ``--slurm``). Each target
   gets the same slurm.conf (bind-mounted) and the munge key (installed for its munge user).
+* 16 CPUs per node in slurm.conf (``config_overrides``): a rank per simulated GPU fits;
 * A partition ``gpu`` with every node, ``OverSubscribe=FORCE`` so pair servers, clients and
   pings share the allocation as job steps.
 * ``HealthCheckProgram`` is ``rackops node-check --suite quick --drain``, run from a copy of
@@ -104,7 +105,9 @@ def slurm_conf(state: LabState, health_interval: int) -> str:
         "HealthCheckNodeState=ANY",
     ]
     for n in state.nodes:
-        lines.append(f"NodeName={n.name} NodeAddr={n.mgmt_ip} CPUs=2 RealMemory=1000 State=UNKNOWN")
+        lines.append(
+            f"NodeName={n.name} NodeAddr={n.mgmt_ip} CPUs=16 RealMemory=1000 State=UNKNOWN"
+        )
     nodes = ",".join(n.name for n in state.nodes)
     lines.append(
         f"PartitionName={PARTITION} Nodes={nodes} Default=YES MaxTime=INFINITE State=UP "

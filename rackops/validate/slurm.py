@@ -236,7 +236,7 @@ class SlurmExecutor:
 
     def _srun(self, nodes: Sequence[str], *opts: str) -> list[str]:
         self.launched += 1
-        argv = ["srun", f"--jobid={self.alloc.job_id}", "--overlap", "--quiet"]
+        argv = ["srun", f"--jobid={self.alloc.job_id}", "--overlap", "--quiet", "--chdir=/tmp"]
         argv += [f"--export={self.settings.export}", "-N", str(len(nodes))]
         argv += ["-w", ",".join(nodes), *opts, "--"]
         return argv

@@ -30,16 +30,18 @@ def nccl(node, tool, args):
             o["J"] = args[i + 1]
             i += 1
         i += 1
-    # the MPI rank as Open MPI (mpirun) or Slurm (srun --mpi=pmi2/pmix) gives it
+    # the MPI rank as Open MPI (mpirun) or Slurm's PMI (srun --mpi=pmi2|pmix) gives it; a
+    # task srun starts without an MPI plugin is a rank 0 of its own, as the real binary is
     env = os.environ
-    rank = int(
-        env.get("OMPI_COMM_WORLD_RANK") or env.get("PMI_RANK") or env.get("SLURM_PROCID") or 0
-    )
+    pmi = env.get("PMI_RANK") or env.get("PMIX_RANK")
+    rank = int(env.get("OMPI_COMM_WORLD_RANK") or pmi or 0)
     size = int(
-        env.get("OMPI_COMM_WORLD_SIZE") or env.get("PMI_SIZE") or env.get("SLURM_NTASKS") or 1
+        env.get("OMPI_COMM_WORLD_SIZE")
+        or (env.get("PMI_SIZE") or env.get("SLURM_NTASKS") if pmi else None)
+        or 1
     )
-    local = (
-        env.get("OMPI_COMM_WORLD_LOCAL_SIZE") or env.get("SLURM_NTASKS_PER_NODE", "1").split("(")[0]
+    local = env.get("OMPI_COMM_WORLD_LOCAL_SIZE") or (
+        env.get("SLURM_NTASKS_PER_NODE", "1").split("(")[0] if pmi else "1"
     )
     if rank != 0:
         return 0

@@ -1,0 +1,149 @@
+"""rackops through a real Slurm in the lab (`lab up --engine nspawn --slurm`): validate with
+the Slurm launcher names the same culprits as over SSH; --apply-actions drains exactly the
+rejected nodes with the finding as reason; after the faults are cleared, a re-run and
+resume-nodes give them back; node-check as HealthCheckProgram drains a faulty node by
+itself."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from labkit import playbook, validate
+from test_lab import VENV_BIN, pytestmark  # noqa: F401  (same skip/require rules)
+from test_validate_lab import culprits
+
+from rackops import lab
+from rackops.lab.lab import LabState, lab_workdir
+
+ROOT = Path(__file__).resolve().parent.parent
+
+FAULTS = """
+nodes:
+  node02:
+    faults: [{kind: hca_port, hca: mlx5_3, state: Polling}]
+  node03:
+    faults: [{kind: cable_slow, hca: mlx5_1, peers: [node04, node05], bw_gbps: 170}]
+  node04:
+    faults: [{kind: gpu_missing, gpu: 6}]
+  node05:
+    faults: [{kind: dcgm_fail, plugin: memory, gpu: 5, min_level: 2}]
+  node06: {unreachable: true}
+"""
+EXPECTED = {
+    ("hca", "node02", "mlx5_3", None),
+    ("hca", "node03", "mlx5_1", None),
+    ("gpu", "node04", None, 6),
+    ("gpu", "node05", None, 5),
+}
+
+
+@contextmanager
+def slurm_lab(tmp: Path, nodes: int, scenario: str, health_s: int = 0) -> Iterator[Path]:
+    assert LabState.load(lab_workdir(None)) is None, "a lab is already up: rackops lab down"
+    (tmp / "scenario.yaml").write_text(scenario)
+    inv = tmp / "inv"
+    lab.up(
+        nodes=nodes,
+        scenario=str(tmp / "scenario.yaml"),
+        inventory=str(inv),
+        engine_name="nspawn",
+        slurm=True,
+        slurm_health_interval=health_s,
+    )
+    try:
+        proc = playbook(inv, "lab-hardware.yml")
+        assert proc.returncode in (0, 4), proc.stdout[-2000:]
+        qos = playbook(
+            inv, "provision.yml", "--tags", "net_mtu,hugepages,irq_affinity,roce_host_qos"
+        )
+        assert qos.returncode in (0, 4), qos.stdout[-2000:]
+        yield inv
+    finally:
+        lab.down()
+
+
+def slurm(*argv: str) -> str:
+    env = {**os.environ, "SLURM_CONF": str(lab_workdir(None) / "slurm" / "etc" / "slurm.conf")}
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def states() -> dict[str, tuple[str, str]]:
+    out = slurm("sinfo", "-h", "-N", "-o", "%N|%T|%E")
+    return {n: (s, r) for n, s, r in (line.split("|", 2) for line in out.splitlines())}
+
+
+def clear_faults() -> None:
+    """The scenario without faults, written in place: the targets see it bind-mounted."""
+    path = lab_workdir(None) / "scenario.json"
+    data = json.loads(path.read_text())
+    for spec in data["nodes"].values():
+        spec["faults"] = []
+    with path.open("r+") as fh:
+        fh.seek(0)
+        fh.write(json.dumps(data, indent=1))
+        fh.truncate()
+
+
+def test_slurm_launcher_drains_the_rejected_and_resume_gives_them_back(tmp_path: Path) -> None:
+    with slurm_lab(tmp_path, 6, FAULTS) as inv:
+        assert set(states()) == {f"node{i:02d}" for i in range(1, 7)}
+        rc, report = validate(inv, tmp_path / "run", "--launcher", "slurm", "--apply-actions")
+        assert rc == 2 and report["verdict"] == "REJECTED"
+        assert culprits(report) == EXPECTED  # as over SSH (test_validate_lab)
+        assert [(e["code"], e["subject"]["node"]) for e in report["errors"]] == [
+            ("NODE-000", "node06")
+        ]
+        assert "Slurm reports it" in report["errors"][0]["message"]
+        run = json.loads((tmp_path / "run" / "run.json").read_text())
+        assert (run["launcher"], run["scheduler"]) == ("slurm", "slurm")
+        st = states()
+        drained = {n for n, (s, _) in st.items() if "drain" in s}
+        assert drained == {"node02", "node03", "node04", "node05"}, st
+        assert st["node04"][1].startswith("rackops: node04 GPU 6"), st["node04"]
+        assert "drain" not in st["node01"][0]
+        assert not slurm("squeue", "-h").strip()  # the allocation was released
+
+        # fixed: a drained node runs no job step, so the re-run goes over SSH
+        clear_faults()
+        rc, again = validate(inv, tmp_path / "again")
+        assert again["culprits"] == [], again["culprits"]
+        proc = subprocess.run(
+            [str(VENV_BIN / "rackops"), "resume-nodes", str(tmp_path / "again")],
+            env={**os.environ, "SLURM_CONF": ""},
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        st = states()
+        assert not {n for n, (s, _) in st.items() if "drain" in s}, st
+        assert {n for n, (s, _) in st.items() if s in ("idle", "mixed")} >= {
+            "node01",
+            "node02",
+            "node03",
+            "node04",
+            "node05",
+        }
+
+
+def test_node_check_as_health_check_program_drains_a_faulty_node(tmp_path: Path) -> None:
+    scenario = "nodes:\n  node02:\n    faults: [{kind: gpu_missing, gpu: 3}]\n"
+    with slurm_lab(tmp_path, 2, scenario, health_s=5):
+        deadline = time.monotonic() + 120
+        st = states()
+        while time.monotonic() < deadline and "drain" not in st["node02"][0]:
+            time.sleep(2)
+            st = states()
+        assert "drain" in st["node02"][0], st
+        assert st["node02"][1].startswith("rackops: "), st["node02"]
+        assert "GPU" in st["node02"][1] or "gpu" in st["node02"][1].lower()
+        assert "drain" not in st["node01"][0], st
