@@ -32,11 +32,11 @@ from rackops import lab
 from rackops.inventory import load_inventory
 from rackops.profiles import load_profile
 from rackops.suites import Checks, PerftestBwParams, PerftestLatParams, PhyParams, Suite
-from rackops.validate.ssh import SshExecutor
 from rackops.validate.physical import Physical
 from rackops.validate.plan import NodeCheck, make_plan
 from rackops.validate.rundir import RunDir
 from rackops.validate.runner import Runner, targets_from_inventory
+from rackops.validate.ssh import SshExecutor
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent

@@ -22,8 +22,8 @@ from pathlib import Path
 
 from rackops import lab
 from rackops.inventory import load_inventory
-from rackops.validate.ssh import SshExecutor
 from rackops.validate.runner import targets_from_inventory
+from rackops.validate.ssh import SshExecutor
 
 BIN = Path(sys.executable).parent
 

@@ -355,6 +355,11 @@ def test_batch_runs_reads_at_once_and_keeps_each_output_and_status() -> None:
 class LocalExecutor:
     """Runs hwsim's tools on this machine as the target they are sent to would."""
 
+    batch = 1
+
+    def run_many(self, jobs: Any, timeout: float) -> Any:
+        return [self.run(t, argv, timeout) for t, argv in jobs]
+
     def __init__(self, scenario: Path, state: Path) -> None:
         self.scenario, self.state = scenario, state
 

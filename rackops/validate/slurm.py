@@ -230,9 +230,10 @@ class SlurmExecutor:
         self.launched = 0  # srun processes started, for the bench
 
     def _why_not(self, node: str) -> str | None:
-        if node not in self.alloc.nodes:
+        why = unusable(self.states, node)  # Slurm's own state first: why it was left out
+        if why is None and node not in self.alloc.nodes:
             return f"not in Slurm allocation {self.alloc.job_id}"
-        return unusable(self.states, node)
+        return why
 
     def _srun(self, nodes: Sequence[str], *opts: str) -> list[str]:
         self.launched += 1

@@ -1,0 +1,123 @@
+"""What the controller pays per node: SSH launcher against the Slurm launcher, in the lab.
+
+    sudo .venv/bin/python bench/controller_cost.py --nodes 8 16 32 64
+
+Per size: bring up an nspawn lab with Slurm (`lab up --engine nspawn --slurm`), then run the
+same per-node stage twice, once per launcher: 6 checks per node, each a command that takes
+1 s and prints 20 KB (a tool's typical output), all nodes at once (concurrency 32). Measured
+in this process (the controller): CPU seconds (its own, plus its srun children's), peak
+RSS growth, and the most TCP connections it held at once (sockets in /proc/self/fd,
+sampled every 50 ms). The table in bench/README.md is this script's output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import resource
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from rackops import lab
+from rackops.inventory import load_inventory
+from rackops.lab.lab import lab_workdir
+from rackops.validate.executor import Executor, Target
+from rackops.validate.slurm import SlurmExecutor, SlurmSettings, allocate, node_states, slurm_env
+from rackops.validate.ssh import SshExecutor
+
+CHECKS = 6
+CMD = ["sh", "-c", "sleep 1; head -c 20000 /dev/zero | tr '\\0' x"]
+
+
+def sockets() -> int:
+    n = 0
+    for fd in Path("/proc/self/fd").iterdir():
+        with contextlib.suppress(OSError):
+            n += str(fd.readlink()).startswith("socket:")
+    return n
+
+
+def measure(ex: Executor, targets: list[Target]) -> dict[str, float]:
+    from concurrent.futures import ThreadPoolExecutor
+
+    peak = [sockets()]
+    base_sockets = peak[0]
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.is_set():
+            peak[0] = max(peak[0], sockets())
+            time.sleep(0.05)
+
+    t = threading.Thread(target=sample, daemon=True)
+    t.start()
+    self0 = resource.getrusage(resource.RUSAGE_SELF)
+    kids0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    rss0 = self0.ru_maxrss
+    started = time.monotonic()
+    batch = max(1, ex.batch)
+    items = [targets[i : i + batch] for _ in range(CHECKS) for i in range(0, len(targets), batch)]
+    bad = 0
+    with ThreadPoolExecutor(max_workers=32) as pool:
+        for results in pool.map(lambda ts: ex.run_many([(x, CMD) for x in ts], 30), items):
+            bad += sum(r.rc != 0 or len(r.stdout) < 20000 for r in results)
+    wall = time.monotonic() - started
+    stop.set()
+    t.join()
+    self1 = resource.getrusage(resource.RUSAGE_SELF)
+    kids1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (self1.ru_utime + self1.ru_stime) - (self0.ru_utime + self0.ru_stime)
+    cpu_kids = (kids1.ru_utime + kids1.ru_stime) - (kids0.ru_utime + kids0.ru_stime)
+    return {
+        "wall_s": wall,
+        "cpu_s": cpu + cpu_kids,
+        "rss_mb": (self1.ru_maxrss - rss0) / 1024,
+        "sockets": peak[0] - base_sockets,
+        "failed": bad,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--nodes", type=int, nargs="+", default=[8, 16, 32, 64])
+    args = ap.parse_args()
+    rows = []
+    for n in args.nodes:
+        with tempfile.TemporaryDirectory() as tmp:
+            inv = Path(tmp) / "inv"
+            lab.up(nodes=n, engine_name="nspawn", slurm=True, inventory=str(inv))
+            try:
+                result = load_inventory(str(inv))
+                cluster = result.raise_for_errors()
+                from rackops.validate.runner import targets_from_inventory
+
+                targets = list(targets_from_inventory(result, cluster).values())
+                ssh = SshExecutor(accept_new_host_keys=True)
+                s = measure(ssh, targets)
+                ssh.close()
+                env = slurm_env(str(lab_workdir(None) / "slurm" / "etc" / "slurm.conf"))
+                names = [t.name for t in targets]
+                settings = SlurmSettings(
+                    export="PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+                )
+                alloc = allocate(names, settings, env)
+                sl = SlurmExecutor(alloc, settings, env, node_states(names, env))
+                m = measure(sl, targets)
+                sl.close()
+            finally:
+                lab.down()
+        rows.append((n, s, m))
+        print(
+            f"{n:>3} nodes | ssh: {s['wall_s']:.1f} s wall, {s['cpu_s']:.2f} CPU s "
+            f"({s['cpu_s'] / n * 1000:.0f} ms/node), +{s['rss_mb']:.0f} MB RSS, "
+            f"{s['sockets']:.0f} sockets, {s['failed']:.0f} failed | slurm: {m['wall_s']:.1f} s "
+            f"wall, {m['cpu_s']:.2f} CPU s ({m['cpu_s'] / n * 1000:.0f} ms/node), "
+            f"+{m['rss_mb']:.0f} MB RSS, {m['sockets']:.0f} sockets, {m['failed']:.0f} failed",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()
