@@ -142,6 +142,8 @@ def prepare(state: LabState, health_interval: int) -> None:
                 "slurm-client munge (scripts/lab-deps does)"
             )
     sd = slurm_dir(state.workdir)
+    # a new lab is a new cluster: no node state (drains) carried over from the last one
+    shutil.rmtree(sd / "state", ignore_errors=True)
     for sub in ("etc", "state", "inventory"):
         (sd / sub).mkdir(parents=True, exist_ok=True)
     key = sd / "munge.key"
