@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -34,6 +35,7 @@ import socket
 import subprocess
 import sys
 import time
+from importlib import metadata
 from pathlib import Path
 
 from rackops.lab.engine import LabError
@@ -42,19 +44,6 @@ from rackops.lab.model import LabState
 SOCKET = "/run/munge/rackops-lab.socket"
 CTL_ADDR = "198.19.64.1"  # the lab machine on the management bridge (nspawn.MGMT .1)
 PARTITION = "gpu"
-# what node-check imports, copied from this interpreter into the targets
-NODE_PYTHON = (
-    "rackops",
-    "pydantic",
-    "pydantic_core",
-    "typing_extensions",
-    "annotated_types",
-    "typing_inspection",
-    "yaml",
-    "_yaml",
-    "jinja2",
-    "markupsafe",
-)
 HEALTH_CHECK = """#!/bin/sh
 # rackops lab: Slurm's HealthCheckProgram (slurm.conf) - the node checks itself
 PYTHONPATH=/opt/rackops/python exec /usr/bin/python3 -m rackops node-check \\
@@ -116,21 +105,48 @@ def slurm_conf(state: LabState, health_interval: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _requirements(dist: str) -> list[str]:
+    """The distributions ``dist`` needs (no extras), by name."""
+    out = []
+    for req in metadata.requires(dist) or []:
+        if "extra ==" in req.replace("extra==", "extra =="):
+            continue
+        name = re.split(r"[\s;<>=!~\[(]", req, maxsplit=1)[0]
+        if name:
+            out.append(name)
+    return out
+
+
 def _copy_python(dest: Path) -> None:
-    """rackops and what node-check imports, from this interpreter, for the targets."""
+    """rackops and every distribution it needs (ansible-core reads the inventory), copied
+    from this interpreter's installation, metadata included, for the targets' python3."""
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
+    seen: set[str] = set()
+    todo = _requirements("rackops")
+    while todo:
+        name = todo.pop()
+        key = name.lower().replace("_", "-")
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            dist = metadata.distribution(name)
+        except metadata.PackageNotFoundError as exc:
+            raise LabError(f"--slurm: {name} (needed by rackops) is not installed here") from exc
+        for f in dist.files or []:
+            if f.parts[0] == ".." or "__pycache__" in f.parts or f.suffix == ".pyc":
+                continue
+            src = Path(str(f.locate()))
+            if src.is_file():
+                (dest / f).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(src, dest / f)
+        todo += _requirements(name)
+    spec = importlib.util.find_spec("rackops")
+    assert spec is not None and spec.origin is not None
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    for name in NODE_PYTHON:
-        spec = importlib.util.find_spec(name)
-        if spec is None or spec.origin is None:
-            raise LabError(f"--slurm: {name} is not importable here; install rackops first")
-        origin = Path(spec.origin)
-        if origin.name == "__init__.py":
-            shutil.copytree(origin.parent, dest / name, symlinks=False, ignore=ignore)
-        else:
-            shutil.copy2(origin, dest / origin.name)
+    shutil.copytree(Path(spec.origin).parent, dest / "rackops", symlinks=False, ignore=ignore)
 
 
 def prepare(state: LabState, health_interval: int) -> None:
