@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from rackops import __version__
-from rackops.errors import InputError, RackopsError
+from rackops.errors import RackopsError
 from rackops.inventory import load_inventory
 from rackops.profiles import Profile, load_profile
 from rackops.suites import load_suite
@@ -66,7 +66,7 @@ def validate(
     first = result.hostvars[cluster.nodes[0].name].values
     scheduler = scheduler_of(first.get("rackops_scheduler"), inventory, launcher)
     if apply_actions and scheduler == "none":
-        raise InputError(
+        raise RackopsError(
             f"{inventory}: --apply-actions, but the inventory does not say which scheduler "
             "the nodes are in: set rackops_scheduler (slurm or kubernetes), or use "
             "--launcher slurm"
@@ -150,7 +150,7 @@ def _slurm_settings(base: SlurmSettings, hostvars: dict[str, Any], where: str) -
     conf = hostvars.get("rackops_slurm_conf", base.conf)
     for key, value in (("rackops_slurm_mpi", mpi), ("rackops_slurm_export", export)):
         if not isinstance(value, str) or not value or any(c.isspace() for c in value):
-            raise InputError(f"{where}: {key}: {value!r} must be one word (srun's own syntax)")
+            raise RackopsError(f"{where}: {key}: {value!r} must be one word (srun's own syntax)")
     if conf is not None and not isinstance(conf, str):
-        raise InputError(f"{where}: rackops_slurm_conf: {conf!r} must be a path to slurm.conf")
+        raise RackopsError(f"{where}: rackops_slurm_conf: {conf!r} must be a path to slurm.conf")
     return replace(base, mpi=mpi, export=export, conf=conf)

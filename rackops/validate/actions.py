@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rackops.errors import InputError
+from rackops.errors import InputError, RackopsError
 
 SCHEDULERS = ("slurm", "kubernetes", "none")
 REASON_PREFIX = "rackops:"
@@ -108,6 +108,29 @@ def slurm_drained_by_us(nodes: Sequence[str], env: Mapping[str, str]) -> dict[st
     return out
 
 
+def k8s_tainted_by_us(env: Mapping[str, str]) -> set[str] | None:
+    """Nodes that carry the rackops taint, or None when kubectl cannot tell."""
+    try:
+        proc = subprocess.run(
+            ["kubectl", "get", "nodes", "-o", "json"],
+            env=dict(env),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        items = json.loads(proc.stdout)["items"] if proc.returncode == 0 else None
+    except (OSError, subprocess.TimeoutExpired, ValueError, KeyError, TypeError):
+        return None
+    if not isinstance(items, list):
+        return None
+    return {
+        str(i["metadata"]["name"])
+        for i in items
+        if any(t.get("key") == TAINT for t in (i.get("spec") or {}).get("taints") or [])
+    }
+
+
 def resume_commands(
     report: Mapping[str, Any], scheduler: str, env: Mapping[str, str]
 ) -> tuple[list[list[str]], list[str]]:
@@ -123,10 +146,16 @@ def resume_commands(
         ]
         return [["scontrol", "update", f"nodename={n}", "state=resume"] for n in ours], notes
     if scheduler == "kubernetes":
+        tainted = k8s_tainted_by_us(env)
         cmds = []
         for n in accepted:
+            if tainted is not None and n not in tainted:
+                notes.append(f"{n}: accepted, and without the {TAINT} taint: left as it is")
+                continue
             cmds.append(["kubectl", "taint", "nodes", n, f"{TAINT}-"])
             cmds.append(["kubectl", "uncordon", n])
+        if tainted is None:
+            notes.append("kubectl could not list the nodes: commands for every accepted node")
         return cmds, notes
     return [], ["rackops_scheduler is none: nothing to give back"]
 
@@ -150,7 +179,7 @@ def scheduler_of(value: object, where: str, launcher: str) -> str:
     if value is None:
         return "slurm" if launcher == "slurm" else "none"
     if value not in SCHEDULERS:
-        raise InputError(
+        raise RackopsError(
             f"{where}: rackops_scheduler: {value!r} is not one of {', '.join(SCHEDULERS)}"
         )
     return str(value)
