@@ -126,13 +126,14 @@ def test_slurm_launcher_drains_the_rejected_and_resume_gives_them_back(tmp_path:
         assert proc.returncode == 0, proc.stdout + proc.stderr
         st = states()
         assert not {n for n, (s, _) in st.items() if "drain" in s}, st
-        assert {n for n, (s, _) in st.items() if s in ("idle", "mixed")} >= {
-            "node01",
-            "node02",
-            "node03",
-            "node04",
-            "node05",
-        }
+        back = {"node01", "node02", "node03", "node04", "node05"}
+        deadline = time.monotonic() + 30  # `idle*` until slurmctld next hears from slurmd
+        while time.monotonic() < deadline and not back <= {
+            n for n, (s, _) in st.items() if s in ("idle", "mixed")
+        }:
+            time.sleep(1)
+            st = states()
+        assert back <= {n for n, (s, _) in st.items() if s in ("idle", "mixed")}, st
 
 
 def test_node_check_as_health_check_program_drains_a_faulty_node(tmp_path: Path) -> None:

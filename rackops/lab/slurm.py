@@ -234,7 +234,8 @@ def start_node(leader: int) -> None:
 
 
 def wait_nodes(wd: Path, names: list[str], timeout: float = 60) -> None:
-    """Until every started node is up in Slurm."""
+    """Until every started node's slurmd has registered (responding, in any state: a node
+    may already have drained itself by its health check)."""
     deadline = time.monotonic() + timeout
     states: dict[str, str] = {}
     while time.monotonic() < deadline:
@@ -246,14 +247,14 @@ def wait_nodes(wd: Path, names: list[str], timeout: float = 60) -> None:
             check=False,
         ).stdout
         states = dict(line.split(None, 1) for line in out.splitlines() if " " in line)
-        if all(
-            states.get(n, "").rstrip("*") in ("idle", "mixed", "allocated")
-            and not states.get(n, "").endswith("*")
-            for n in names
-        ):
+        if all(_registered(states.get(n, "")) for n in names):
             return
         time.sleep(1)
     raise LabError(f"Slurm nodes not up in {timeout:g} s: {states}")
+
+
+def _registered(state: str) -> bool:
+    return bool(state) and not state.endswith("*") and state not in ("unknown", "down")
 
 
 def env(wd: Path) -> dict[str, str]:
