@@ -215,7 +215,10 @@ def start(
     for node in state.nodes:
         if not node.started:
             continue
-        pid1 = leader(int(node.container), deadline)
+        try:
+            pid1 = leader(int(node.container), deadline)
+        except LabError as exc:
+            raise LabError(f"{node.name}: {exc}: {_why_exited(logs / f'{node.name}.log')}") from exc
         setup = ["ip link set lo up"]
         for host_end, inside, rail in host_ends(node, rails):
             _wait_link(host_end, deadline)
@@ -237,6 +240,22 @@ def start(
                 time.sleep(0.1)
     for br in bridges[1:]:
         _run(["ip", "link", "set", br, "mtu", str(default_mtu)])
+
+
+def _why_exited(log: Path) -> str:
+    """The target's own last words; the kernel limit behind the usual one named."""
+    try:
+        lines = [ln for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        return "no log"
+    text = " | ".join(lines[-3:])
+    if "Too many open files" in text:
+        limit = Path("/proc/sys/fs/inotify/max_user_instances").read_text().strip()
+        text += (
+            f" (each target's systemd takes inotify instances: fs.inotify.max_user_instances is "
+            f"{limit} on this machine; fewer --nodes, or raise it)"
+        )
+    return text
 
 
 def down(state: LabState | None) -> list[str]:
