@@ -4,8 +4,9 @@
 
 Per size: bring up an nspawn lab with Slurm (`lab up --engine nspawn --slurm`), then run the
 same per-node stage twice, once per launcher (fs.inotify.max_user_instances is raised for
-the run, as 64 systemd targets need, and restored after): 6 checks per node, each a command that takes
-1 s and prints 20 KB (a tool's typical output), all nodes at once (concurrency 32). Measured
+the run, as 64 systemd targets need, and restored after): 6 checks per node, each a command
+that takes 1 s and prints 20 KB (a tool's typical output), all nodes at once (concurrency
+32). Measured
 in this process (the controller): CPU seconds (its own, plus its srun children's), peak
 RSS growth, and the most TCP connections it held at once (sockets in /proc/self/fd,
 sampled every 50 ms). The table in bench/README.md is this script's output.
