@@ -41,23 +41,34 @@ def sockets() -> int:
     return n
 
 
+def rss_kb() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
 def measure(ex: Executor, targets: list[Target]) -> dict[str, float]:
     from concurrent.futures import ThreadPoolExecutor
 
     peak = [sockets()]
     base_sockets = peak[0]
+    rss = [rss_kb()]
+    rss0 = rss[0]
+    threads = [threading.active_count()]
     stop = threading.Event()
 
     def sample() -> None:
         while not stop.is_set():
             peak[0] = max(peak[0], sockets())
+            rss[0] = max(rss[0], rss_kb())
+            threads[0] = max(threads[0], threading.active_count())
             time.sleep(0.05)
 
     t = threading.Thread(target=sample, daemon=True)
     t.start()
     self0 = resource.getrusage(resource.RUSAGE_SELF)
     kids0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    rss0 = self0.ru_maxrss
     started = time.monotonic()
     batch = max(1, ex.batch)
     items = [targets[i : i + batch] for _ in range(CHECKS) for i in range(0, len(targets), batch)]
@@ -75,8 +86,9 @@ def measure(ex: Executor, targets: list[Target]) -> dict[str, float]:
     return {
         "wall_s": wall,
         "cpu_s": cpu + cpu_kids,
-        "rss_mb": (self1.ru_maxrss - rss0) / 1024,
+        "rss_mb": (rss[0] - rss0) / 1024,  # the controller process (srun children apart)
         "sockets": peak[0] - base_sockets,
+        "threads": threads[0],
         "failed": bad,
     }
 
@@ -128,9 +140,10 @@ def run(sizes: list[int]) -> None:
         print(
             f"{n:>3} nodes | ssh: {s['wall_s']:.1f} s wall, {s['cpu_s']:.2f} CPU s "
             f"({s['cpu_s'] / n * 1000:.0f} ms/node), +{s['rss_mb']:.0f} MB RSS, "
-            f"{s['sockets']:.0f} sockets, {s['failed']:.0f} failed | slurm: {m['wall_s']:.1f} s "
-            f"wall, {m['cpu_s']:.2f} CPU s ({m['cpu_s'] / n * 1000:.0f} ms/node), "
-            f"+{m['rss_mb']:.0f} MB RSS, {m['sockets']:.0f} sockets, {m['failed']:.0f} failed",
+            f"{s['sockets']:.0f} sockets, {s['threads']:.0f} threads, {s['failed']:.0f} failed | "
+            f"slurm: {m['wall_s']:.1f} s wall, {m['cpu_s']:.2f} CPU s "
+            f"({m['cpu_s'] / n * 1000:.0f} ms/node), +{m['rss_mb']:.0f} MB RSS, "
+            f"{m['sockets']:.0f} sockets, {m['threads']:.0f} threads, {m['failed']:.0f} failed",
             flush=True,
         )
 
