@@ -86,6 +86,19 @@ def test_the_replayed_run_gives_the_recorded_verdict_with_every_step_once(tmp_pa
     assert len(ports) == 16  # no two servers share a port
 
 
+@pytest.mark.parametrize("batch", [1, 256])
+def test_a_launcher_that_fans_out_gets_one_call_per_check(tmp_path: Path, batch: int) -> None:
+    """SSH takes one node per call; Slurm one srun per check across the nodes."""
+    ex = ReplayExecutor(recording(), batch=batch)
+    r, plan = runner(tmp_path, ex)
+    r.node_stage(plan, set())
+    checks = {i.split("/", 2)[2] for i in statuses(tmp_path) if i.startswith("node/")}
+    if batch == 1:
+        assert all(len(b) == 1 for b in ex.batches) and len(ex.batches) == 2 * len(checks)
+    else:
+        assert sorted(ex.batches) == [("node01", "node02")] * len(checks)  # both, once
+
+
 def test_a_hung_tool_times_out_on_that_node_only(tmp_path: Path) -> None:
     rec = recording()
     dcgm = next(k for k in rec.exact if k[0] == "node02" and k[1][0] == "dcgmi")

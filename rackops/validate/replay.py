@@ -142,6 +142,7 @@ class ReplayExecutor:
         self.batch = batch
         self.delay_s = delay_s  # per answer, to make the pool's overlap observable
         self.calls: list[Call] = []
+        self.batches: list[tuple[str, ...]] = []  # the nodes of each run_many call
         self._used: dict[tuple[Any, ...], int] = {}
         self._lock = threading.Lock()
         self.in_flight = 0
@@ -183,6 +184,8 @@ class ReplayExecutor:
     def run_many(
         self, jobs: Sequence[tuple[Target, Sequence[str]]], timeout: float
     ) -> list[CommandResult]:
+        with self._lock:
+            self.batches.append(tuple(t.name for t, _ in jobs))
         return [self.run(t, argv, timeout) for t, argv in jobs]
 
     def start(

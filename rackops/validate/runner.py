@@ -160,7 +160,7 @@ class Runner:
                 for c in self._expand(n, plan.node_checks)
                 if f"node/{n}/{c.name}" not in done
             ),
-            key=lambda nc: -nc[1].expected_s,
+            key=lambda nc: (-nc[1].expected_s, nc[1].name),  # a check's nodes side by side
         )
         for rec in self.rundir.records():
             if rec["kind"] == "unreachable":
