@@ -269,29 +269,13 @@ class SlurmExecutor:
     ) -> list[CommandResult]:
         cmd = self._srun(nodes, "--ntasks-per-node=1", "--label")
         cmd += ["sh", "-c", WRAP, "rackops", *timeout_argv(argv, timeout)]
-        started = time.monotonic()
-        timed_out = False
-        try:
-            proc = subprocess.run(
-                cmd,
-                env=self.env,
-                capture_output=True,
-                text=True,
-                errors="replace",
-                timeout=timeout + STEP_GRACE_S,
-                check=False,
-            )
-            out, err = proc.stdout, proc.stderr
-        except subprocess.TimeoutExpired as exc:
-            timed_out = True
-            out = _text(exc.stdout)
-            err = _text(exc.stderr)
-        except FileNotFoundError:
+        step = self._step(cmd, timeout)
+        if step is None:
             return [
                 CommandResult(n, tuple(argv), None, "", "", 0.0, error="srun not found")
                 for n in nodes
             ]
-        took = time.monotonic() - started
+        out, err, _rc, took, timed_out = step
         per = split_labelled(out, err)
         launcher = "; ".join(line for line in err.splitlines() if not _LABEL.match(line))[-400:]
         results = []
@@ -351,6 +335,20 @@ class SlurmExecutor:
         if extra:
             cmd = [f"--export={export},{extra}" if c.startswith("--export=") else c for c in cmd]
         cmd += timeout_argv(argv, timeout)
+        step = self._step(cmd, timeout)
+        if step is None:
+            return CommandResult(names[0], tuple(cmd), None, "", "", 0.0, error="srun not found")
+        out, err, rc, took, timed_out = step
+        return CommandResult(
+            names[0], tuple(cmd), rc, out, err, took, timed_out=timed_out or rc == TIMEOUT_RC
+        )
+
+    def _step(
+        self, cmd: list[str], timeout: float
+    ) -> tuple[str, str, int | None, float, bool] | None:
+        """Run one srun to its end: stdout, stderr, exit status (None: the controller gave up
+        on it), seconds, and whether it outlived the node's timeout plus srun's grace. None
+        when srun is missing."""
         started = time.monotonic()
         try:
             proc = subprocess.run(
@@ -363,24 +361,11 @@ class SlurmExecutor:
                 check=False,
             )
         except subprocess.TimeoutExpired as exc:
-            return CommandResult(
-                names[0],
-                tuple(cmd),
-                None,
-                _text(exc.stdout),
-                _text(exc.stderr),
-                time.monotonic() - started,
-                timed_out=True,
-            )
-        return CommandResult(
-            names[0],
-            tuple(cmd),
-            proc.returncode,
-            proc.stdout,
-            proc.stderr,
-            time.monotonic() - started,
-            timed_out=proc.returncode == TIMEOUT_RC,
-        )
+            took = time.monotonic() - started
+            return _text(exc.stdout), _text(exc.stderr), None, took, True
+        except FileNotFoundError:
+            return None
+        return proc.stdout, proc.stderr, proc.returncode, time.monotonic() - started, False
 
     def close(self) -> None:
         if self.alloc.owned:
