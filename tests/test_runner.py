@@ -226,3 +226,32 @@ def test_resume_runs_only_what_is_missing(tmp_path: Path, kill_after: int) -> No
     assert r2.port_base != r.port_base  # a new port block: the killed run's servers may linger
     report, _ = write_reports(RunDir(tmp_path))
     assert report["verdict"] == "ACCEPTED"
+
+
+# --- node-check: the same judgement on one node, NHC's output ---------------------------------
+
+
+def test_node_check_is_silent_when_healthy_and_names_the_failure_when_not(tmp_path: Path) -> None:
+    from rackops.validate.nodecheck import node_check
+
+    inv = str(REC / "inventory")
+    healthy = node_check(inv, "lab", "node01", executor=ReplayExecutor(recording()))
+    assert healthy.line() == "" and healthy.status.value == "OK"
+    rec = recording()
+    smi = next(k for k in rec.exact if k[0] == "node02" and k[1][:2] == ("nvidia-smi", "-q"))
+    xml = rec.exact[smi][0].stdout
+    # a GPU fallen off the bus: the driver lists one GPU fewer, its whole <gpu> element gone
+    cut = xml[: xml.rindex("<gpu id=")] + xml[xml.rindex("</gpu>") + len("</gpu>") :]
+    cut = re.sub(r"<attached_gpus>\s*8\s*</attached_gpus>", "<attached_gpus>7</attached_gpus>", cut)
+    rec.exact[smi] = [Reply(stdout=cut)]
+    sick = node_check(inv, "lab", "node02", executor=ReplayExecutor(rec))
+    assert sick.status.value == "FAIL"
+    assert sick.line().startswith("ERROR: rackops: Health check failed: GPU-"), sick.line()
+    # no other node was asked anything
+    timed = recording()
+    dcgm = next(k for k in timed.exact if k[0] == "node02" and k[1][0] == "dcgmi")
+    timed.exact[dcgm] = [Reply(rc=124, timed_out=True)]
+    ex = ReplayExecutor(timed)
+    hung = node_check(inv, "lab", "node02", executor=ex)
+    assert {c.node for c in ex.calls} == {"node02"}
+    assert hung.status.value == "ERROR" and "RUN-TIMEOUT" in hung.line()

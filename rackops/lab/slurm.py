@@ -40,6 +40,8 @@ from pathlib import Path
 
 from rackops.lab.engine import LabError
 from rackops.lab.model import LabState
+from rackops.lab.nspawn import _run
+from rackops.validate.slurm import SlurmError, node_states
 
 SOCKET = "/run/munge/rackops-lab.socket"
 CTL_ADDR = "198.19.64.1"  # the lab machine on the management bridge (nspawn.MGMT .1)
@@ -237,17 +239,11 @@ def wait_nodes(wd: Path, names: list[str], timeout: float = 60) -> None:
     """Until every started node's slurmd has registered (responding, in any state: a node
     may already have drained itself by its health check)."""
     deadline = time.monotonic() + timeout
-    states: dict[str, str] = {}
+    states: dict[str, tuple[str, str]] = {}
     while time.monotonic() < deadline:
-        out = subprocess.run(
-            ["sinfo", "-h", "-N", "-o", "%N %T"],
-            env=env(wd),
-            capture_output=True,
-            text=True,
-            check=False,
-        ).stdout
-        states = dict(line.split(None, 1) for line in out.splitlines() if " " in line)
-        if all(_registered(states.get(n, "")) for n in names):
+        with contextlib.suppress(SlurmError):  # slurmctld still starting
+            states = node_states(names, env(wd))
+        if all(_registered(states.get(n, ("", ""))[0]) for n in names):
             return
         time.sleep(1)
     raise LabError(f"Slurm nodes not up in {timeout:g} s: {states}")
@@ -283,15 +279,6 @@ def stop(wd: Path) -> list[str]:
     Path(SOCKET).unlink(missing_ok=True)
     Path(SOCKET + ".lock").unlink(missing_ok=True)
     return stopped
-
-
-def _run(cmd: list[str], timeout: float = 30) -> None:
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
-    except subprocess.TimeoutExpired as exc:
-        raise LabError(f"{cmd[0]} did not finish in {timeout:g} s") from exc
-    if proc.returncode != 0:
-        raise LabError(f"{' '.join(cmd[:6])} failed: {(proc.stderr or proc.stdout).strip()}")
 
 
 def python_matches() -> str | None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,15 +19,7 @@ from rackops.validate.plan import Plan, make_plan
 from rackops.validate.report import actions, write_reports
 from rackops.validate.rundir import RunDir
 from rackops.validate.runner import Progress, Runner, _stderr, targets_from_inventory
-from rackops.validate.slurm import (
-    SlurmError,
-    SlurmExecutor,
-    SlurmSettings,
-    allocate,
-    node_states,
-    slurm_env,
-    unusable,
-)
+from rackops.validate.slurm import SlurmExecutor, SlurmSettings, slurm_env
 
 
 @dataclass
@@ -71,7 +63,7 @@ def validate(
             "the nodes are in: set rackops_scheduler (slurm or kubernetes), or use "
             "--launcher slurm"
         )
-    slurm = _slurm_settings(slurm or SlurmSettings(), first, inventory)
+    slurm = (slurm or SlurmSettings()).completed(first, inventory)
     if dry_run:
         return Outcome(plan, None, None, None)
     if resume:
@@ -102,20 +94,9 @@ def validate(
         )
     is_lab = bool(first.get("rackops_lab", False))
     mpirun = tuple(str(a) for a in first.get("rackops_mpirun_args", ()))
-    env = slurm_env(slurm.conf)
     executor: Executor
     if launcher == "slurm":
-        names = [n.name for n in cluster.nodes]
-        states = node_states(names, env)
-        usable = [n for n in names if unusable(states, n) is None]
-        if not usable:
-            raise SlurmError(
-                f"no node of {inventory} can run a Slurm step: "
-                + "; ".join(f"{n}: {unusable(states, n)}" for n in names[:5])
-            )
-        alloc = allocate(usable, slurm, env)
-        progress(f"[slurm] job {alloc.job_id} on {len(alloc.nodes)} nodes")
-        executor = SlurmExecutor(alloc, slurm, env, states)
+        executor = SlurmExecutor.open([n.name for n in cluster.nodes], slurm, inventory, progress)
     else:
         from rackops.validate.ssh import SshExecutor  # paramiko: not needed by node-check
 
@@ -130,7 +111,6 @@ def validate(
             rundir,
             concurrency=concurrency,
             lab=is_lab,
-            launcher=launcher,
             progress=progress,
         )
         runner.run(plan)
@@ -138,19 +118,6 @@ def validate(
         executor.close()
     report, verdict = write_reports(rundir)
     if apply_actions:
-        for done in apply(actions(report, scheduler), env):
+        for done in apply(actions(report, scheduler), slurm_env(slurm.conf)):
             progress(f"[actions] {' '.join(done.argv[:3])}: {'ok' if done.ok else done.output}")
     return Outcome(plan, path, report, verdict)
-
-
-def _slurm_settings(base: SlurmSettings, hostvars: dict[str, Any], where: str) -> SlurmSettings:
-    """The command line's settings, completed from the inventory's rackops_slurm_* keys."""
-    mpi = hostvars.get("rackops_slurm_mpi", base.mpi)
-    export = hostvars.get("rackops_slurm_export", base.export)
-    conf = hostvars.get("rackops_slurm_conf", base.conf)
-    for key, value in (("rackops_slurm_mpi", mpi), ("rackops_slurm_export", export)):
-        if not isinstance(value, str) or not value or any(c.isspace() for c in value):
-            raise RackopsError(f"{where}: {key}: {value!r} must be one word (srun's own syntax)")
-    if conf is not None and not isinstance(conf, str):
-        raise RackopsError(f"{where}: rackops_slurm_conf: {conf!r} must be a path to slurm.conf")
-    return replace(base, mpi=mpi, export=export, conf=conf)

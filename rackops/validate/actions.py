@@ -48,16 +48,25 @@ def accepted_nodes(report: Mapping[str, Any]) -> list[str]:
     )
 
 
+def drain_reason(why: str) -> str:
+    """The Slurm drain reason rackops writes (and recognises as its own)."""
+    reason = f"{REASON_PREFIX} {why}"
+    return reason if len(reason) <= REASON_MAX else reason[: REASON_MAX - 1] + "…"
+
+
+def slurm_drain(node: str, why: str) -> list[str]:
+    return ["scontrol", "update", f"nodename={node}", "state=drain", f"reason={drain_reason(why)}"]
+
+
+def slurm_resume(node: str) -> list[str]:
+    return ["scontrol", "update", f"nodename={node}", "state=resume"]
+
+
 def drain_commands(report: Mapping[str, Any], scheduler: str) -> list[list[str]]:
     cmds: list[list[str]] = []
     for node, why in rejected_nodes(report).items():
-        reason = f"{REASON_PREFIX} {why}"
-        if len(reason) > REASON_MAX:
-            reason = reason[: REASON_MAX - 1] + "…"
         if scheduler == "slurm":
-            cmds.append(
-                ["scontrol", "update", f"nodename={node}", "state=drain", f"reason={reason}"]
-            )
+            cmds.append(slurm_drain(node, why))
         elif scheduler == "kubernetes":
             cmds.append(["kubectl", "cordon", node])
             cmds.append(
@@ -144,7 +153,7 @@ def resume_commands(
             for n in accepted
             if n not in ours
         ]
-        return [["scontrol", "update", f"nodename={n}", "state=resume"] for n in ours], notes
+        return [slurm_resume(n) for n in ours], notes
     if scheduler == "kubernetes":
         tainted = k8s_tainted_by_us(env)
         cmds = []

@@ -1,6 +1,7 @@
 """The seam between the runner and the machines it runs tools on.
 
-The runner depends on :class:`Executor` only. Three launchers implement it:
+The runner depends on :class:`Executor` only. Four launchers implement it, each with its
+own words for findings (:class:`LauncherInfo`):
 
 * :mod:`rackops.validate.ssh` — one controller's own SSH sessions (paramiko), the default;
 * :mod:`rackops.validate.slurm` — ``srun`` job steps inside a Slurm allocation, so the
@@ -67,6 +68,16 @@ def remote_command(argv: Sequence[str], timeout: float, become: bool) -> str:
     return " ".join(shlex.quote(a) for a in cmd)
 
 
+@dataclass(frozen=True)
+class LauncherInfo:
+    """How findings name a launcher and what they tell the user to fix."""
+
+    name: str  # in results.jsonl and run.json: ssh, slurm, local
+    label: str  # in messages: "not reachable over SSH"
+    unreachable_fix: str  # the remediation of an unreachable node
+    mpi_fix: str  # the remediation of a multi-node launch that printed no results
+
+
 class Started(Protocol):
     """A command started in the background (a perftest server): read while it runs."""
 
@@ -88,6 +99,7 @@ class Executor(Protocol):
 
     #: how many nodes one ``run_many`` call should carry (1: one call per node)
     batch: int
+    info: LauncherInfo
 
     def run(
         self, t: Target, argv: Sequence[str], timeout: float, become: bool | None = None

@@ -6,11 +6,26 @@ import subprocess
 import time
 from collections.abc import Mapping, Sequence
 
-from rackops.validate.executor import TIMEOUT_RC, CommandResult, Started, Target, timeout_argv
+from rackops.validate.executor import (
+    TIMEOUT_RC,
+    CommandResult,
+    LauncherInfo,
+    Started,
+    Target,
+    timeout_argv,
+)
+
+LOCAL_INFO = LauncherInfo(
+    "local",
+    "the local launcher",
+    unreachable_fix="run node-check on the node itself",
+    mpi_fix="node-check runs no multi-node job",
+)
 
 
 class LocalExecutor:
     batch = 1
+    info = LOCAL_INFO
 
     def run(
         self, t: Target, argv: Sequence[str], timeout: float, become: bool | None = None

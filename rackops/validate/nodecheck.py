@@ -28,10 +28,17 @@ from rackops.findings import Status
 from rackops.inventory import load_inventory
 from rackops.profiles import load_profile
 from rackops.suites import load_suite
-from rackops.validate.actions import REASON_MAX, REASON_PREFIX, apply
-from rackops.validate.executor import Target
+from rackops.validate.actions import (
+    REASON_PREFIX,
+    apply,
+    drain_reason,
+    slurm_drain,
+    slurm_resume,
+)
+from rackops.validate.executor import Executor, Target
 from rackops.validate.local import LocalExecutor
 from rackops.validate.plan import make_plan
+from rackops.validate.report import STATUS_VALUE
 from rackops.validate.rundir import RunDir
 from rackops.validate.runner import Runner
 
@@ -66,6 +73,7 @@ def node_check(
     suite_name: str,
     node: str | None = None,
     run_dir: str | None = None,
+    executor: Executor | None = None,
 ) -> Health:
     node = node or socket.gethostname().split(".")[0]
     result = load_inventory(inventory)
@@ -101,10 +109,9 @@ def node_check(
             local,
             profiles,
             {node: Target(node, "localhost")},
-            LocalExecutor(),
+            executor or LocalExecutor(),
             rundir,
             concurrency=4,
-            launcher="local",
             progress=lambda _msg: None,
             port_base=1,  # no pair tests: no port block to draw
         )
@@ -114,32 +121,27 @@ def node_check(
     bad.sort(key=lambda f: f["status"] != "FAIL")  # a failed part before a tool error
     if not findings:
         bad = [{"code": "RUN-000", "status": "ERROR", "message": "no check ran"}]
-    statuses = {f["status"] for f in findings}
-    status = next(
-        (Status(s) for s in ("FAIL", "ERROR", "WARN") if s in statuses),
-        Status.OK if findings else Status.ERROR,
+    # no findings is undecided, as everywhere
+    status = Status(
+        max((f["status"] for f in findings), key=STATUS_VALUE.__getitem__, default="ERROR")
     )
     return Health(node, status, bad, time.monotonic() - started)
 
 
-def slurm_self_action(check: Health, env: Mapping[str, str] | None = None) -> str:
+def slurm_self_action(check: Health, env: Mapping[str, str]) -> str:
     """Drain this node with the failure as reason, or resume it if rackops drained it."""
     from rackops.validate.slurm import SlurmError, node_states
 
     try:
-        state, reason = node_states([check.node], env or {}).get(check.node, ("unknown", ""))
+        state, reason = node_states([check.node], env).get(check.node, ("unknown", ""))
     except SlurmError as exc:
         return f"not applied: {exc}"
     if check.line():
-        why = f"{REASON_PREFIX} {check.reason}"
-        why = why if len(why) <= REASON_MAX else why[: REASON_MAX - 1] + "…"
-        if "drain" in state and reason == why:
+        if "drain" in state and reason == drain_reason(check.reason):
             return "already drained with this reason"
-        cmd = ["scontrol", "update", f"nodename={check.node}", "state=drain", f"reason={why}"]
-        verb = "drained"
+        cmd, verb = slurm_drain(check.node, check.reason), "drained"
     elif "drain" in state and reason.startswith(REASON_PREFIX):
-        cmd = ["scontrol", "update", f"nodename={check.node}", "state=resume"]
-        verb = "resumed"
+        cmd, verb = slurm_resume(check.node), "resumed"
     else:
         return "nothing to do"
     (done,) = apply([cmd], env)

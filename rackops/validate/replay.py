@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rackops.validate.executor import CommandResult, Target
+from rackops.validate.executor import CommandResult, LauncherInfo, Target
 from rackops.validate.rundir import RunDir
 
 
@@ -137,9 +137,19 @@ class Call:
 
 
 class ReplayExecutor:
-    def __init__(self, recording: Recording, *, batch: int = 1, delay_s: float = 0.0) -> None:
+    def __init__(
+        self,
+        recording: Recording,
+        *,
+        batch: int = 1,
+        delay_s: float = 0.0,
+        info: LauncherInfo | None = None,
+    ) -> None:
+        from rackops.validate.ssh import SSH_INFO
+
         self.recording = recording
         self.batch = batch
+        self.info = info or SSH_INFO  # findings read as the recorded launcher's
         self.delay_s = delay_s  # per answer, to make the pool's overlap observable
         self.calls: list[Call] = []
         self.batches: list[tuple[str, ...]] = []  # the nodes of each run_many call

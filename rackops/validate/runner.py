@@ -89,24 +89,7 @@ class Runner:
     # previous ones until their remote timeout fires, and --resume must not collide. The
     # blocks used are kept in the run directory, so a resumed run never draws one again.
     port_base: int = 0
-    # how the launcher is named in findings: "ssh" or "slurm"
-    launcher: str = "ssh"
     _done: set[str] = field(default_factory=set)
-
-    @property
-    def launcher_label(self) -> str:
-        return {"ssh": "SSH", "slurm": "Slurm"}.get(self.launcher, self.launcher)
-
-    @property
-    def unreachable_fix(self) -> str:
-        if self.launcher == "slurm":
-            return (
-                "bring the node back into the partition (sinfo -R names the reason; "
-                "slurmd and munge must run on it), or validate it over SSH"
-            )
-        return (
-            "check the node is powered, on the network and that its host key and SSH key are right"
-        )
 
     def __post_init__(self) -> None:
         if self.port_base:
@@ -206,15 +189,15 @@ class Runner:
                     f"unreachable/{node}",
                     "unreachable",
                     node,
-                    self.launcher,
+                    self.executor.info.name,
                     None,
                     [
                         Finding(
                             "NODE-000",
                             Status.ERROR,
                             Subject(node=node),
-                            f"not reachable over {self.launcher_label}: {result.error}",
-                            remediation=self.unreachable_fix,
+                            f"not reachable over {self.executor.info.label}: {result.error}",
+                            remediation=self.executor.info.unreachable_fix,
                         )
                     ],
                 )
@@ -631,11 +614,9 @@ class Runner:
                             "NCCL-000",
                             Status.ERROR,
                             subj,
-                            f"the {self.launcher} MPI launch exited {result.rc} without results "
-                            f"({exc})" + (f": {tail}" if tail else ""),
-                            remediation="check mpirun can reach every node over SSH as the "
-                            "login user and rackops_mpirun_args (SSH launcher), or srun --mpi "
-                            "and rackops_slurm_mpi (Slurm launcher)",
+                            f"the {self.executor.info.label} MPI launch exited {result.rc} "
+                            f"without results ({exc})" + (f": {tail}" if tail else ""),
+                            remediation=self.executor.info.mpi_fix,
                         )
                     ]
             self._record(step, "nccl", nodes[0], "nccl-tests", result, findings, {"nodes": nodes})

@@ -24,11 +24,18 @@ import re
 import subprocess
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from rackops.errors import RackopsError
-from rackops.validate.executor import TIMEOUT_RC, CommandResult, Target, timeout_argv
+from rackops.validate.executor import (
+    TIMEOUT_RC,
+    CommandResult,
+    LauncherInfo,
+    Target,
+    timeout_argv,
+)
 
 NODE_MARK = "@@rackops-node"
 RC_MARK = "@@rackops-rc"
@@ -42,6 +49,13 @@ STEP_GRACE_S = 60.0
 # node states (sinfo %T, lower case) on which a step can run
 USABLE = {"idle", "mixed", "allocated", "completing", "planned", "reserved"}
 _LABEL = re.compile(r"^\s*(\d+): ?(.*)$")
+SLURM_INFO = LauncherInfo(
+    "slurm",
+    "Slurm",
+    unreachable_fix="bring the node back into the partition (sinfo -R names the reason; slurmd "
+    "and munge must run on it), or validate it over SSH",
+    mpi_fix="check srun --mpi=<rackops_slurm_mpi> works in the partition (srun --mpi=list)",
+)
 
 
 class SlurmError(RackopsError):
@@ -59,6 +73,19 @@ class SlurmSettings:
     export: str = "ALL"  # rackops_slurm_export: srun --export
     conf: str | None = None  # rackops_slurm_conf: SLURM_CONF for the client commands
     time_limit_min: int = 120
+
+    def completed(self, hostvars: Mapping[str, Any], where: str) -> SlurmSettings:
+        """These settings (the command line's), completed from the inventory's
+        rackops_slurm_* keys."""
+        mpi = hostvars.get("rackops_slurm_mpi", self.mpi)
+        export = hostvars.get("rackops_slurm_export", self.export)
+        conf = hostvars.get("rackops_slurm_conf", self.conf)
+        for key, value in (("rackops_slurm_mpi", mpi), ("rackops_slurm_export", export)):
+            if not isinstance(value, str) or not value or any(c.isspace() for c in value):
+                raise RackopsError(f"{where}: {key}: {value!r} must be one word (srun's syntax)")
+        if conf is not None and not isinstance(conf, str):
+            raise RackopsError(f"{where}: rackops_slurm_conf: {conf!r} must be a path")
+        return replace(self, mpi=mpi, export=export, conf=conf)
 
 
 def slurm_env(conf: str | None) -> dict[str, str]:
@@ -214,6 +241,7 @@ class SlurmHandle:
 class SlurmExecutor:
     # nodes per srun of a per-node check; the runner's pool runs several such steps at once
     batch = 256
+    info = SLURM_INFO
 
     def __init__(
         self,
@@ -227,7 +255,27 @@ class SlurmExecutor:
         self.env = dict(env)
         self.env.pop("SLURM_CPU_BIND", None)  # steps bind as the allocation says
         self.states = dict(states)
-        self.launched = 0  # srun processes started, for the bench
+
+    @classmethod
+    def open(
+        cls,
+        nodes: Sequence[str],
+        settings: SlurmSettings,
+        where: str,
+        progress: Callable[[str], None],
+    ) -> SlurmExecutor:
+        """Ask Slurm which nodes can run a step, and get an allocation for those."""
+        env = slurm_env(settings.conf)
+        states = node_states(nodes, env)
+        usable = [n for n in nodes if unusable(states, n) is None]
+        if not usable:
+            raise SlurmError(
+                f"no node of {where} can run a Slurm step: "
+                + "; ".join(f"{n}: {unusable(states, n)}" for n in nodes[:5])
+            )
+        alloc = allocate(usable, settings, env)
+        progress(f"[slurm] job {alloc.job_id} on {len(alloc.nodes)} nodes")
+        return cls(alloc, settings, env, states)
 
     def _why_not(self, node: str) -> str | None:
         why = unusable(self.states, node)  # Slurm's own state first: why it was left out
@@ -235,10 +283,9 @@ class SlurmExecutor:
             return f"not in Slurm allocation {self.alloc.job_id}"
         return why
 
-    def _srun(self, nodes: Sequence[str], *opts: str) -> list[str]:
-        self.launched += 1
+    def _srun(self, nodes: Sequence[str], *opts: str, export: str | None = None) -> list[str]:
         argv = ["srun", f"--jobid={self.alloc.job_id}", "--overlap", "--quiet", "--chdir=/tmp"]
-        argv += [f"--export={self.settings.export}", "-N", str(len(nodes))]
+        argv += [f"--export={export or self.settings.export}", "-N", str(len(nodes))]
         argv += ["-w", ",".join(nodes), *opts, "--"]
         return argv
 
@@ -259,9 +306,8 @@ class SlurmExecutor:
             else:
                 groups.setdefault(tuple(argv), []).append(i)
         for argv, idx in groups.items():
-            nodes = [jobs[i][0].name for i in idx]
-            for node, res in zip(nodes, self._fan_out(nodes, argv, timeout), strict=True):
-                results[idx[nodes.index(node)]] = res
+            fanned = self._fan_out([jobs[i][0].name for i in idx], argv, timeout)
+            results.update(zip(idx, fanned, strict=True))
         return [results[i] for i in range(len(jobs))]
 
     def _fan_out(
@@ -329,11 +375,13 @@ class SlurmExecutor:
             return CommandResult(
                 names[0], tuple(argv), None, "", "", 0.0, error=f"{why[0]}: {why[1]}"
             )
-        export = self.settings.export
-        extra = ",".join(f"{k}={v}" for k, v in env.items())
-        cmd = self._srun(names, f"--ntasks-per-node={ranks_per_node}", f"--mpi={self.settings.mpi}")
-        if extra:
-            cmd = [f"--export={export},{extra}" if c.startswith("--export=") else c for c in cmd]
+        export = ",".join([self.settings.export, *(f"{k}={v}" for k, v in env.items())])
+        cmd = self._srun(
+            names,
+            f"--ntasks-per-node={ranks_per_node}",
+            f"--mpi={self.settings.mpi}",
+            export=export,
+        )
         cmd += timeout_argv(argv, timeout)
         step = self._step(cmd, timeout)
         if step is None:

@@ -26,9 +26,18 @@ import paramiko
 from rackops.validate.executor import (
     TIMEOUT_RC,
     CommandResult,
+    LauncherInfo,
     Target,
     Unreachable,
     remote_command,
+)
+
+SSH_INFO = LauncherInfo(
+    "ssh",
+    "SSH",
+    unreachable_fix="check the node is powered, on the network and that its host key and SSH "
+    "key are right",
+    mpi_fix="check mpirun can reach every node over SSH as the login user, and rackops_mpirun_args",
 )
 
 USER_SSH_CONFIG = Path("~/.ssh/config").expanduser()  # as OpenSSH reads it
@@ -175,6 +184,7 @@ class Handle:
 
 class SshExecutor:
     batch = 1  # the runner's thread pool fans out, one node per call
+    info = SSH_INFO
 
     def __init__(
         self,
