@@ -1,6 +1,6 @@
-"""The SSH executor's two races with sshd, replayed in the order sshd can produce them (no
-timing luck needed): output arriving after the exit status, and a session channel refused
-while the connection stays up."""
+"""The SSH executor's races with sshd and paramiko, replayed in the order they can happen
+(no timing luck needed): output arriving after the exit status, and a session channel
+refused while the connection stays up, in either of the forms paramiko reports it."""
 
 from __future__ import annotations
 
@@ -95,6 +95,40 @@ def test_a_channel_refused_every_time_is_an_error(monkeypatch: pytest.MonkeyPatc
     with pytest.raises(paramiko.ChannelException):
         SshExecutor._open_session(transport)  # type: ignore[arg-type]
     assert transport.opened == executor.CHANNEL_TRIES
+
+
+class BareRefusalTransport(RefusingTransport):
+    """A refusal as paramiko reports it to the second of two threads refused at once: the
+    first took the connection's one saved ChannelException, this one gets the bare form
+    (seen in the lab under load as PAIR-000 "server did not start: Unable to open channel.")."""
+
+    def __init__(self, refusals: int, active: bool = True) -> None:
+        super().__init__(refusals)
+        self.active = active
+
+    def is_active(self) -> bool:
+        return self.active
+
+    def open_session(self) -> str:
+        self.opened += 1
+        if self.opened <= self.refusals:
+            raise paramiko.SSHException("Unable to open channel.")
+        return "channel"
+
+
+def test_a_refusal_reported_in_the_bare_form_is_retried(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(executor.time, "sleep", lambda _s: None)
+    transport = BareRefusalTransport(refusals=2)
+    assert SshExecutor._open_session(transport) == "channel"  # type: ignore[arg-type]
+    assert transport.opened == 3
+
+
+def test_a_lost_connection_is_not_retried(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(executor.time, "sleep", lambda _s: None)
+    transport = BareRefusalTransport(refusals=99, active=False)
+    with pytest.raises(paramiko.SSHException, match="Unable to open channel"):
+        SshExecutor._open_session(transport)  # type: ignore[arg-type]
+    assert transport.opened == 1
 
 
 def test_the_session_slot_is_given_back_when_the_channel_is_refused(

@@ -46,7 +46,10 @@ USER_SSH_CONFIG = Path("~/.ssh/config").expanduser()  # as OpenSSH reads it
 EOF_GRACE_S = 5.0
 # sshd may refuse a session channel under load (ChannelException "Connect failed") while
 # the connection stays good, e.g. until the close of a finished channel reaches it: try
-# this many times, backing off 0.5 s, 1 s, 2 s, 4 s
+# this many times, backing off 0.5 s, 1 s, 2 s, 4 s. paramiko keeps one refusal per
+# connection (Transport.saved_exception): when two threads are refused at once, one of
+# them takes the other's ChannelException and the other gets a bare SSHException("Unable
+# to open channel.") -- the same refusal, retried alike while the connection is up.
 CHANNEL_TRIES = 5
 
 
@@ -313,7 +316,7 @@ class SshExecutor:
         for attempt in range(CHANNEL_TRIES):
             try:
                 return transport.open_session()
-            except paramiko.ChannelException:
+            except paramiko.SSHException:  # ChannelException, or the bare form above
                 if attempt == CHANNEL_TRIES - 1 or not transport.is_active():
                     raise
                 time.sleep(0.5 * 2**attempt)
