@@ -69,22 +69,41 @@ def test_without_the_grace_the_output_is_cut(monkeypatch: pytest.MonkeyPatch) ->
 
 
 class RefusingTransport:
-    def __init__(self, refusals: int) -> None:
-        self.refusals, self.opened = refusals, 0
+    """sshd refuses the first ``refusals`` channel opens. paramiko reports a refusal as a
+    ChannelException, or, to the second of two threads refused at once on one connection
+    (the first took the connection's one saved exception), as a bare SSHException: seen in
+    the lab under load as PAIR-000 "server did not start: Unable to open channel."."""
+
+    def __init__(
+        self,
+        refusals: int,
+        error: paramiko.SSHException | None = None,
+        active: bool = True,
+    ) -> None:
+        self.refusals, self.opened, self.active = refusals, 0, active
+        self.error = error or paramiko.ChannelException(2, "Connect failed")
 
     def is_active(self) -> bool:
-        return True
+        return self.active
 
     def open_session(self) -> str:
         self.opened += 1
         if self.opened <= self.refusals:
-            raise paramiko.ChannelException(2, "Connect failed")
+            raise self.error
         return "channel"
 
 
-def test_a_refused_channel_is_retried(monkeypatch: pytest.MonkeyPatch) -> None:
+BARE = paramiko.SSHException("Unable to open channel.")
+
+
+@pytest.mark.parametrize(
+    "error", [paramiko.ChannelException(2, "Connect failed"), BARE], ids=["channel", "bare"]
+)
+def test_a_refused_channel_is_retried(
+    monkeypatch: pytest.MonkeyPatch, error: paramiko.SSHException
+) -> None:
     monkeypatch.setattr(executor.time, "sleep", lambda _s: None)
-    transport = RefusingTransport(refusals=2)  # sshd refused twice, then accepted
+    transport = RefusingTransport(refusals=2, error=error)  # refused twice, then accepted
     assert SshExecutor._open_session(transport) == "channel"  # type: ignore[arg-type]
     assert transport.opened == 3
 
@@ -97,35 +116,9 @@ def test_a_channel_refused_every_time_is_an_error(monkeypatch: pytest.MonkeyPatc
     assert transport.opened == executor.CHANNEL_TRIES
 
 
-class BareRefusalTransport(RefusingTransport):
-    """A refusal as paramiko reports it to the second of two threads refused at once: the
-    first took the connection's one saved ChannelException, this one gets the bare form
-    (seen in the lab under load as PAIR-000 "server did not start: Unable to open channel.")."""
-
-    def __init__(self, refusals: int, active: bool = True) -> None:
-        super().__init__(refusals)
-        self.active = active
-
-    def is_active(self) -> bool:
-        return self.active
-
-    def open_session(self) -> str:
-        self.opened += 1
-        if self.opened <= self.refusals:
-            raise paramiko.SSHException("Unable to open channel.")
-        return "channel"
-
-
-def test_a_refusal_reported_in_the_bare_form_is_retried(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(executor.time, "sleep", lambda _s: None)
-    transport = BareRefusalTransport(refusals=2)
-    assert SshExecutor._open_session(transport) == "channel"  # type: ignore[arg-type]
-    assert transport.opened == 3
-
-
 def test_a_lost_connection_is_not_retried(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(executor.time, "sleep", lambda _s: None)
-    transport = BareRefusalTransport(refusals=99, active=False)
+    transport = RefusingTransport(refusals=99, error=BARE, active=False)
     with pytest.raises(paramiko.SSHException, match="Unable to open channel"):
         SshExecutor._open_session(transport)  # type: ignore[arg-type]
     assert transport.opened == 1
