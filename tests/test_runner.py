@@ -180,6 +180,40 @@ def test_a_server_port_held_on_the_node_moves_up_once(tmp_path: Path) -> None:
     assert all(s == ["OK"] * len(s) for k, s in statuses(tmp_path).items() if k.startswith("pair/"))
 
 
+def test_a_server_that_exits_before_listening_without_a_word_is_tried_once_more(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A launcher that loses a server step (srun exits with no output) costs one retry on
+    the same port, not a pair ERROR; a server that keeps failing is an ERROR with its rc."""
+    monkeypatch.setattr("rackops.validate.runner.SERVER_RETRY_DELAY_S", 0.0)
+    rec = recording()
+    lost = Reply(rc=1, listens=False)
+    server = rec.by_tool[("*", "ib_write_bw")]
+    rec.by_tool[("*", "ib_write_bw")] = [lost, *server]
+    ex = ReplayExecutor(rec)
+    r, plan = runner(tmp_path, ex)
+    r.run(plan)
+    starts = [c for c in ex.calls if c.how == "start" and c.argv[0] == "ib_write_bw"]
+    assert len(starts) == 9  # one link's server tried twice, on the same port
+    again = next(c for c in starts[1:] if c.argv[2] == starts[0].argv[2])
+    assert again.argv == starts[0].argv
+    assert all(s == ["OK"] * len(s) for k, s in statuses(tmp_path).items() if k.startswith("pair/"))
+
+    rec.by_tool[("*", "ib_write_bw")] = [lost]  # it never listens
+    ex = ReplayExecutor(rec)
+    r, plan = runner(tmp_path / "never", ex)
+    r.run(plan)
+    (pair,) = [
+        x for x in RunDir(tmp_path / "never").records() if x["id"] == "pair/node01-node02/rail0"
+    ]
+    (err,) = [f for f in pair["findings"] if f["status"] == "ERROR"]
+    assert "exited before listening (rc 1): no output" in err["message"], err
+    starts = [
+        c for c in ex.calls if c.how == "start" and c.argv[:3] == ("ib_write_bw", "-d", "mlx5_0")
+    ]
+    assert len(starts) == 2  # tried twice, then reported
+
+
 class Killed(BaseException):  # as a kill: nothing of the runner catches it
     pass
 

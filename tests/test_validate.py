@@ -196,6 +196,45 @@ def test_unreachable_is_error_not_culprit() -> None:
     assert v.culprits == [] and v.exit_code == 3 and len(v.errors) == 1
 
 
+def _errored(recs: list[dict[str, Any]], a: str, b: str, rail: int) -> None:
+    """The pair test a–b on this rail could not run (its server exited before listening)."""
+    for rec in recs:
+        if rec["id"] == f"pair/{a}-{b}/rail{rail}":
+            rec["findings"] = [_finding("PAIR-000", "ERROR", node=b)]
+
+
+def test_a_link_whose_end_lost_a_test_is_suspected_not_blamed() -> None:
+    """A shared end with two failing partners, one of whose tests errored: what is left is
+    one failing link. Its ends are suspected and re-tested, never a new culprit."""
+    nodes = ["n0", "n1", "n2", "n3"]
+    bad = lambda a, b, r: r == 1 and {a, b} in ({"n1", "n2"}, {"n1", "n3"})  # noqa: E731
+    recs = _pairs(nodes, [0, 1], bad)
+    _errored(recs, "n1", "n3", 1)
+    v = localise(recs)
+    assert v.culprits == [] and v.exit_code == 3
+    suspect = next(e for e in v.errors if e["code"] == "PAIR-SUSPECT")
+    assert "n1's test with n3 could not run" in suspect["message"], suspect
+    assert "--pairing suspects --suspects n1,n2" in suspect["remediation"]
+    # with every test in, the same rack names the shared end
+    full = _pairs(nodes, [0, 1], bad)
+    assert _where(full) == {("hca", "n1", "mlx5_1", None, "leaf-r1")}
+
+
+def test_a_link_failing_where_the_other_metric_blamed_its_end_is_that_ends_evidence() -> None:
+    """Latency names n1/mlx5_1 (slow with every partner); one bandwidth failure with n2 is
+    more evidence for it, not a link culprit naming n2."""
+    nodes = ["n0", "n1", "n2", "n3"]
+    recs = _pairs(nodes, [0, 1], lambda a, b, r: r == 1 and {a, b} == {"n1", "n2"})
+    lat = _pairs(nodes, [0, 1], lambda a, b, r: r == 1 and "n1" in (a, b))
+    for rec in lat:
+        rec["id"] += "/lat"
+        rec["meta"]["metric"] = "lat"
+    v = localise(recs + lat)
+    assert _where(recs + lat) == {("hca", "n1", "mlx5_1", None, "leaf-r1")}
+    (c,) = v.culprits
+    assert any(e["step"] == "pair/n1-n2/rail1" for e in c.evidence)
+
+
 # --- reports -----------------------------------------------------------------------------------
 
 

@@ -168,6 +168,7 @@ def localise(records: list[dict[str, Any]]) -> Verdict:
     # 2. pairs not explained by node-level culprits
     whole_nodes = {k[0] for k in culprits if k[1] == "node"} | unreachable
     links = []
+    errored: dict[tuple[str, int], list[str]] = defaultdict(list)
     for rec in (r for r in records if r["kind"] == "pair"):
         m = rec["meta"]
         if {m["server"], m["client"]} & whole_nodes:
@@ -179,8 +180,10 @@ def localise(records: list[dict[str, Any]]) -> Verdict:
             wired.evidence.append({**_pair_evidence(rec), "untrustworthy": True})
             continue
         status = "FAIL" if _fails(rec) else ("ERROR" if _fails(rec, "ERROR") else "OK")
-        if status == "ERROR":
-            continue  # already in errors
+        if status == "ERROR":  # already in errors; its ends are tested with one partner less
+            errored[(m["server"], m["rail"])].append(m["client"])
+            errored[(m["client"], m["rail"])].append(m["server"])
+            continue
         links.append((m, status, rec))
     explained: set[str] = set()
     # Bandwidth and latency are judged each among their own kind of test: a link that
@@ -296,29 +299,27 @@ def localise(records: list[dict[str, Any]]) -> Verdict:
             culprits.setdefault((node, "hca", hca), c)
             explained |= {r["id"] for r in recs}
 
-        # 6. what is left: single links
-        for m, status, rec in links:
-            if status == "FAIL" and rec["id"] not in explained:
-                c = Culprit(
-                    "link",
-                    m["client"],
-                    f"{m['client']}/{m['client_hca']} ↔ {m['server']}/"
-                    f"{m['server_hca']} (rail {m['rail']}) fails, both ends pass with "
-                    f"other partners",
-                    "re-test both ends against known-good partners "
-                    "(rackops validate --pairing suspects) to tell which cable",
-                    hca=m["client_hca"],
-                    switch=m["client_switch_port"].split()[0],
-                    switch_port=m["client_switch_port"].split(maxsplit=1)[1],
-                    peer=f"{m['server']}/{m['server_hca']} [{m['server_switch_port']}]",
-                )
-                c.evidence = [_pair_evidence(rec)]
-                # a link failing bandwidth and latency is one link
-                key = ("link", *sorted((m["server"], m["client"])), m["rail"])
-                if key in culprits:
-                    culprits[key].evidence += c.evidence
-                else:
-                    culprits[key] = c
+    # 6. what is left: single links, judged once every metric has had its say
+    for m, status, rec in all_links:
+        if status != "FAIL" or rec["id"] in explained:
+            continue
+        ends = [(m["server"], m["server_hca"]), (m["client"], m["client_hca"])]
+        owner = next((culprits[(n, "hca", h)] for n, h in ends if (n, "hca", h) in culprits), None)
+        if owner is not None:  # an end already blamed (by the other metric): its evidence
+            owner.evidence.append(_pair_evidence(rec))
+            continue
+        gaps = {n: errored[(n, m["rail"])] for n, _ in ends if errored.get((n, m["rail"]))}
+        if gaps:  # an end lost a test: one failing partner may be all it had left
+            errors.append(_suspect(rec, gaps))
+            continue
+        c = _link_culprit(m)
+        c.evidence = [_pair_evidence(rec)]
+        # a link failing bandwidth and latency is one link
+        key = ("link", *sorted((m["server"], m["client"])), m["rail"])
+        if key in culprits:
+            culprits[key].evidence += c.evidence
+        else:
+            culprits[key] = c
 
     # multi-node NCCL
     for rec in (r for r in records if r["kind"] == "nccl"):
@@ -376,6 +377,48 @@ def _symptom(recs: list[dict[str, Any]]) -> tuple[str, str]:
         )
         return f"has high latency (up to {worst_us:.2f} us)", LATENCY_FIX
     return "is slow", CABLE_FIX
+
+
+def _link_culprit(m: dict[str, Any]) -> Culprit:
+    return Culprit(
+        "link",
+        m["client"],
+        f"{m['client']}/{m['client_hca']} ↔ {m['server']}/"
+        f"{m['server_hca']} (rail {m['rail']}) fails, both ends pass with "
+        f"other partners",
+        "re-test both ends against known-good partners "
+        "(rackops validate --pairing suspects) to tell which cable",
+        hca=m["client_hca"],
+        switch=m["client_switch_port"].split()[0],
+        switch_port=m["client_switch_port"].split(maxsplit=1)[1],
+        peer=f"{m['server']}/{m['server_hca']} [{m['server_switch_port']}]",
+    )
+
+
+def _suspect(rec: dict[str, Any], gaps: dict[str, list[str]]) -> dict[str, Any]:
+    """A failing link whose ends are not fully tested (a pair test of theirs could not run):
+    suspected, not blamed. It leaves the verdict undecided rather than naming a culprit."""
+    m = rec["meta"]
+    lost = "; ".join(
+        f"{n}'s test with {', '.join(sorted(p))} could not run" for n, p in gaps.items()
+    )
+    return {
+        "step": rec["id"],
+        "code": "PAIR-SUSPECT",
+        "status": "ERROR",
+        "subject": {
+            "node": m["client"],
+            "hca": m["client_hca"],
+            "peer": f"{m['server']}/{m['server_hca']}",
+        },
+        "message": (
+            f"{m['client']}/{m['client_hca']} ↔ {m['server']}/{m['server_hca']} "
+            f"(rail {m['rail']}) fails and {lost}: which end is at fault is not known"
+        ),
+        "remediation": "suspected, re-test: rackops validate --pairing suspects --suspects "
+        + ",".join(sorted({m["server"], m["client"]})),
+        "evidence": [_pair_evidence(rec)],
+    }
 
 
 def _metric(rec: dict[str, Any]) -> str:

@@ -26,7 +26,7 @@ from rackops.inventory.model import Cluster
 from rackops.parsers import ParseError, parse
 from rackops.profiles import Profile
 from rackops.suites import Suite
-from rackops.validate.executor import CommandResult, Executor, Target
+from rackops.validate.executor import CommandResult, Executor, Started, Target
 from rackops.validate.peergate import peer_findings
 from rackops.validate.physical import Physical
 from rackops.validate.plan import PERFTEST_PORT, NodeCheck, Plan, hca_on_rail
@@ -72,6 +72,13 @@ PORT_BLOCKS = "perftest-port-blocks.json"  # in the run directory: the blocks it
 # tries the port this far up, once: each block of 200 ports has bandwidth servers at
 # +0..+49, latency at +100..+149, and their second choices 50 above.
 PORT_RETRY_SHIFTS = (0, 50)
+# A server that exits before listening for another reason is tried once more after this long.
+SERVER_RETRY_DELAY_S = 1.0
+
+
+def _last_line(r: CommandResult) -> str:
+    said = (r.stderr or r.stdout).strip().splitlines()[-1:]
+    return said[0] if said else "no output"
 
 
 @dataclass
@@ -415,6 +422,45 @@ class Runner:
             return [Finding("PING-000", Status.ERROR, subj, msg)], saved
         return check_jumbo_ping(parsed, mtu, subject=subj), saved
 
+    def _start_server(
+        self, server: str, argv: list[str], timeout: float, step: str, meta: dict[str, Any]
+    ) -> Started | str:
+        """Start a perftest server and wait until it listens. A server that finds its port
+        held moves up once (PORT_RETRY_SHIFTS); one that exits before listening for any other
+        reason (a launcher that lost the step, no output at all) is tried once more on the
+        same port. What it said the last time is the error otherwise."""
+        port_at = argv.index("-p") + 1
+        port = int(argv[port_at])
+        shifts = list(PORT_RETRY_SHIFTS)
+        retried = False
+        while True:
+            argv[port_at] = str(port + shifts[0])
+            try:
+                handle = self.executor.start(self.targets[server], argv, timeout)
+            except Exception as exc:
+                return f"server did not start: {exc}"
+            if handle.wait_for(b"Waiting for client", 15) or not handle.exited():
+                return handle
+            # the server quit before it listened: the client would only fail to connect,
+            # so the server's own words are the finding
+            gone = handle.wait(5)
+            self.rundir.save_output(
+                f"{step}/server-{shifts[0]}" + ("-again" if retried else ""), gone
+            )
+            text = gone.stderr + gone.stdout
+            if "already in use" in text and len(shifts) > 1:
+                meta["ports_in_use"] = [*meta.get("ports_in_use", []), port + shifts[0]]
+                shifts.pop(0)
+                continue
+            if "already in use" not in text and not retried:
+                retried = True
+                meta["server_retried"] = f"rc {gone.rc}: {_last_line(gone)}"
+                time.sleep(SERVER_RETRY_DELAY_S)
+                continue
+            return f"{argv[0]} server on {server} exited before listening (rc {gone.rc}): " + (
+                _last_line(gone) if gone.error is None else gone.error
+            )
+
     def _pair_once(
         self, server: str, client: str, rail: int, step: str, *, skip: set[str], kind: str = "bw"
     ) -> tuple[list[Finding], CommandResult | None, dict[str, Any]]:
@@ -470,41 +516,10 @@ class Runner:
                 opts.append("-b")
             tool, size, timeout = bw.tool, bw.message_size_bytes, bw.timeout_s
         server_ip = hca_s.address or s_node.address
-        for shift in PORT_RETRY_SHIFTS:
-            if shift:  # the port is held on the server (a stale server): the next one
-                opts[opts.index("-p") + 1] = str(port + shift)
-            try:
-                handle = self.executor.start(
-                    self.targets[server], [tool, "-d", dev_s, *opts], timeout
-                )
-            except Exception as exc:
-                return (
-                    [Finding("PAIR-000", Status.ERROR, subj, f"server did not start: {exc}")],
-                    None,
-                    meta,
-                )
-            if handle.wait_for(b"Waiting for client", 15) or not handle.exited():
-                break
-            # the server quit before it listened (a port still held, a bad option): the
-            # client would only fail to connect, so the server's own words are the finding
-            gone = handle.wait(5)
-            self.rundir.save_output(f"{step}/server-{shift}", gone)
-            said = (gone.stderr or gone.stdout).strip().splitlines()[-1:] or ["no output"]
-            if "already in use" in gone.stderr + gone.stdout and shift != PORT_RETRY_SHIFTS[-1]:
-                meta["ports_in_use"] = [*meta.get("ports_in_use", []), port + shift]
-                continue
-            return (
-                [
-                    Finding(
-                        "PAIR-000",
-                        Status.ERROR,
-                        subj,
-                        f"{tool} server on {server} exited before listening: {said[0]}",
-                    )
-                ],
-                None,
-                meta,
-            )
+        started = self._start_server(server, [tool, "-d", dev_s, *opts], timeout, step, meta)
+        if isinstance(started, str):
+            return [Finding("PAIR-000", Status.ERROR, subj, started)], None, meta
+        handle = started
         result = self.executor.run(
             self.targets[client], [tool, "-d", dev_c, *opts, server_ip], timeout
         )
