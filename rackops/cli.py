@@ -85,7 +85,7 @@ def _read_input(path: str) -> str:
 
 
 def _cmd_parse(args: argparse.Namespace) -> int:
-    from rackops.parsers import TOOLS, ParseError, as_jsonable, parse
+    from rackops.parsers import ParseError, as_jsonable, parse
     from rackops.parsers.nvidia_smi import parse_query_gpu
 
     text = _read_input(args.file)
@@ -104,7 +104,6 @@ def _cmd_parse(args: argparse.Namespace) -> int:
         import yaml
 
         print(yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=100), end="")
-    assert args.tool in TOOLS
     return ExitCode.OK
 
 
@@ -434,17 +433,16 @@ def build_parser() -> argparse.ArgumentParser:
     _allow_lookups(lint)
     lint.set_defaults(func=_cmd_lint)
 
-    from rackops.parsers import TOOLS
+    from rackops.tools import parsed_tools
 
+    tools = parsed_tools()
     parse = sub.add_parser(
         "parse",
         help="parse one tool's captured output and print its structure",
         description="Parse a captured output of an acceptance tool (file, or - for stdin). "
         "Exit 0 parsed, 3 unreadable input, 64 usage error. See docs/parsers.md.",
     )
-    parse.add_argument(
-        "tool", choices=sorted(TOOLS), metavar="TOOL", help="one of: " + " ".join(sorted(TOOLS))
-    )
+    parse.add_argument("tool", choices=tools, metavar="TOOL", help="one of: " + " ".join(tools))
     parse.add_argument("file", nargs="?", default="-", metavar="FILE|-")
     parse.add_argument("--format", choices=("text", "json"), default="text")
     parse.add_argument(
@@ -459,7 +457,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Evaluate a captured output offline. Exit 0 OK, 1 warnings, 2 failures, "
         "3 could not decide (unreadable output, tool did not run), 64 usage error.",
     )
-    check.add_argument("tool", choices=sorted(TOOLS), metavar="TOOL")
+    check.add_argument("tool", choices=tools, metavar="TOOL")
     check.add_argument("file", nargs="?", default="-", metavar="FILE|-")
     check.add_argument("--profile", help="hardware profile (default: the node's, with -i)")
     check.add_argument("-i", "--inventory", help="inventory, for the cabling map and design")

@@ -11,10 +11,11 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from rackops import data
 from rackops.errors import ProfileError
+from rackops.tools import nccl_tests, perftest
 from rackops.yamlpos import read_yaml_file, yaml_error_location
 
 BUILTIN_SUITES_DIR = data.path("suites")
@@ -29,8 +30,20 @@ class DcgmParams(_Strict):
     timeout_s: int = Field(gt=0)
 
 
+def _one_of(value: str, programs: tuple[str, ...]) -> str:
+    if value not in programs:
+        raise ValueError(f"{value!r} is not one of {', '.join(programs)}")
+    return value
+
+
 class PerftestBwParams(_Strict):
-    tool: Literal["ib_write_bw", "ib_read_bw", "ib_send_bw"] = "ib_write_bw"
+    tool: str = Field(default="ib_write_bw", description="a perftest bandwidth program")
+
+    @field_validator("tool")
+    @classmethod
+    def _bw(cls, v: str) -> str:
+        return _one_of(v, perftest.BW)
+
     message_size_bytes: int = Field(gt=0, description="the size the verdict is taken at")
     duration_s: int = Field(gt=0)
     qps: int = Field(ge=1, le=64)
@@ -41,7 +54,13 @@ class PerftestBwParams(_Strict):
 
 
 class PerftestLatParams(_Strict):
-    tool: Literal["ib_write_lat", "ib_read_lat", "ib_send_lat"] = "ib_write_lat"
+    tool: str = Field(default="ib_write_lat", description="a perftest latency program")
+
+    @field_validator("tool")
+    @classmethod
+    def _lat(cls, v: str) -> str:
+        return _one_of(v, perftest.LAT)
+
     message_size_bytes: int = Field(gt=0)
     iterations: int = Field(gt=0)
     timeout_s: int = Field(gt=0)
@@ -62,14 +81,13 @@ class PhyParams(_Strict):
 
 
 class NcclParams(_Strict):
-    collective: Literal[
-        "all_reduce_perf",
-        "all_gather_perf",
-        "reduce_scatter_perf",
-        "alltoall_perf",
-        "sendrecv_perf",
-        "broadcast_perf",
-    ] = "all_reduce_perf"
+    collective: str = Field(default="all_reduce_perf", description="an nccl-tests program")
+
+    @field_validator("collective")
+    @classmethod
+    def _collective(cls, v: str) -> str:
+        return _one_of(v, nccl_tests.COLLECTIVES)
+
     min_bytes: int = Field(gt=0)
     max_bytes: int = Field(gt=0)
     gate_sizes_bytes: tuple[int, ...] = Field(

@@ -10,7 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rackops.cli import main
-from rackops.parsers import TOOLS, ParseError, as_jsonable, parse
+from rackops.parsers import ParseError, as_jsonable, parse
+from rackops.tools import parsed_tools
+
+TOOLS = parsed_tools()
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CASES = sorted(FIXTURES.glob("*/*.txt"))

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from rackops.errors import RackopsError
 from rackops.inventory.model import Versions
+from rackops.tools import package_binaries
 
 HWSIM = Path(__file__).with_name("hwsim")  # the package, copied whole to HWSIM_DIR/hwsim
 HWSIM_DIR = "/usr/lib/rackops-hwsim"
@@ -38,7 +39,9 @@ class Package:
 
 
 def packages(versions: Versions) -> list[Package]:
-    """The package set for the pinned versions, plus one older driver branch to upgrade from."""
+    """The package set for the pinned versions, plus one older driver branch to upgrade from.
+    Which programs each package holds is the tool registry's (``Binary.package``); the
+    daemons (fabric manager, persistenced) are services, not tools rackops reads."""
     ofed = versions.ofed
     rdma = f"2507mlnx{ofed.replace('-', '.').replace('.', '')[:8]}-1"
     out = [
@@ -46,42 +49,35 @@ def packages(versions: Versions) -> list[Package]:
         Package(
             "infiniband-diags",
             rdma,
-            ("ibstat", "ibstatus", "perfquery", "iblinkinfo", "ibnetdiscover"),
+            package_binaries("infiniband-diags"),
             ("rackops-hwsim",),
             "InfiniBand diagnostic programs",
         ),
         Package(
             "ibverbs-utils",
             rdma,
-            ("ibv_devinfo",),
+            package_binaries("ibverbs-utils"),
             ("rackops-hwsim",),
             "examples for the libibverbs library",
         ),
         Package(
             "perftest",
             f"25.07.0-0.{ofed.split('-')[-1]}",
-            (
-                "ib_write_bw",
-                "ib_write_lat",
-                "ib_read_bw",
-                "ib_read_lat",
-                "ib_send_bw",
-                "ib_send_lat",
-            ),
+            package_binaries("perftest"),
             ("rackops-hwsim",),
             "InfiniBand verbs performance tests",
         ),
         Package(
             "mlnx-tools",
             f"{ofed.split('-')[0]}.0-1",
-            ("show_gids", "mlnx_qos"),
+            package_binaries("mlnx-tools"),
             ("rackops-hwsim",),
             "Mellanox userland tools and scripts",
         ),
         Package(
             "mlnx-ethtool",
             "6.9-1.2507097",
-            ("ethtool",),
+            package_binaries("mlnx-ethtool"),
             ("rackops-hwsim",),
             "ethtool with the mlx5 counters and module EEPROM decode",
             sbin=True,
@@ -89,14 +85,14 @@ def packages(versions: Versions) -> list[Package]:
         Package(
             "mft",
             "4.33.0-169",
-            ("mlxlink",),
+            package_binaries("mft"),
             ("rackops-hwsim",),
             "NVIDIA firmware tools (mlxlink: link, BER and module diagnostics)",
         ),
         Package(
             "mlnx-ofed-kernel-utils",
             ofed,
-            ("ofed_info",),
+            package_binaries("mlnx-ofed-kernel-utils"),
             ("rackops-hwsim",),
             "userspace tools to restart and tune mlx5 and OFED",
             # the driver's sysfs (ECN, NUMA, MSI-X IRQs) appears with the simulated HCAs
@@ -120,7 +116,7 @@ def packages(versions: Versions) -> list[Package]:
         Package(
             f"datacenter-gpu-manager-{versions.dcgm.split('.')[0]}-cuda13",
             f"1:{versions.dcgm}-1",
-            ("dcgmi", "nv-hostengine"),
+            package_binaries("datacenter-gpu-manager"),
             ("rackops-hwsim",),
             "NVIDIA Datacenter GPU Manager",
             (("nvidia-dcgm.service", "nv-hostengine"),),
@@ -128,21 +124,14 @@ def packages(versions: Versions) -> list[Package]:
         Package(
             "nccl-tests",
             "2.17.6-1",
-            (
-                "all_reduce_perf",
-                "all_gather_perf",
-                "reduce_scatter_perf",
-                "alltoall_perf",
-                "sendrecv_perf",
-                "broadcast_perf",
-            ),
+            package_binaries("nccl-tests"),
             ("rackops-hwsim",),
             "NCCL tests",
         ),
         Package(
             "nvidia-container-toolkit",
             "1.17.8-1",
-            ("nvidia-ctk",),
+            package_binaries("nvidia-container-toolkit"),
             ("rackops-hwsim",),
             "NVIDIA Container toolkit",
         ),
@@ -158,7 +147,7 @@ def packages(versions: Versions) -> list[Package]:
             Package(
                 f"nvidia-utils-{br}-server",
                 v,
-                ("nvidia-smi",),
+                package_binaries("nvidia-utils"),
                 ("rackops-hwsim",),
                 "NVIDIA Server Driver support binaries",
             ),

@@ -25,34 +25,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from rackops.errors import InventoryError
+from rackops.tools import simulated_binaries
 from rackops.yamlpos import read_yaml_file, yaml_error_location
 
-TOOLS = (
-    "ibstat",
-    "ibstatus",
-    "ibv_devinfo",
-    "show_gids",
-    "ofed_info",
-    "mlnx_qos",
-    "ib_write_bw",
-    "ib_write_lat",
-    "ib_read_bw",
-    "ib_send_bw",
-    "all_reduce_perf",
-    "all_gather_perf",
-    "reduce_scatter_perf",
-    "alltoall_perf",
-    "sendrecv_perf",
-    "broadcast_perf",
-    "dcgmi",
-    "nvidia-smi",
-    "perfquery",
-    "ethtool",
-    "mlxlink",
-    "iblinkinfo",
-    "ibnetdiscover",
-    "lldpctl",
-)
 HCA = r"^mlx5_\d+$"
 
 
@@ -146,8 +121,9 @@ class Fault(_F):
                 "fault miscabled needs exactly one of swap_with (a node on the same leaf) "
                 "or rail (the rail whose leaf the cable sits on)"
             )
-        if self.tool is not None and self.tool not in TOOLS:
-            raise ValueError(f"tool {self.tool!r} is not simulated; one of {', '.join(TOOLS)}")
+        simulated = simulated_binaries()
+        if self.tool is not None and self.tool not in simulated:
+            raise ValueError(f"tool {self.tool!r} is not simulated; one of {', '.join(simulated)}")
         return self
 
 

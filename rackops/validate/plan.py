@@ -15,22 +15,13 @@ from dataclasses import dataclass
 from typing import overload
 
 from rackops.inventory.model import Cluster, Node
-from rackops.parsers.host_tuning import SCRIPT as HOST_TUNING
 from rackops.suites import Suite
+from rackops.tools import node_checks
+from rackops.tools.base import NodeCheck
+
+__all__ = ["NodeCheck", "PairRound", "Plan", "make_plan", "node_checks"]
 
 PERFTEST_PORT = 18515
-
-
-@dataclass(frozen=True)
-class NodeCheck:
-    name: str  # step id, unique per node: "ibstat", "dcgmi-diag", ...
-    tool: str  # the `rackops parse` tool that reads its output
-    argv: tuple[str, ...]
-    timeout_s: float
-    expected_s: float  # how long the tool itself runs when healthy (for the estimate)
-    per_hca: bool = False  # run once per cabled HCA; "{netdev}" in argv is its interface
-    # (in every check: "{netdevs}" becomes one argument per cabled interface, "{hw_root}"
-    # the node's rackops_hw_root)
 
 
 @dataclass(frozen=True)
@@ -161,83 +152,6 @@ def suspect_rounds(suspects: Sequence[str], good: Sequence[str]) -> list[list[tu
             pairs.append((partner, s))
         rounds.append(pairs)
     return rounds
-
-
-def node_checks(suite: Suite, cluster: Cluster) -> list[NodeCheck]:
-    c = suite.checks
-    out = []
-    if c.hca_ports:
-        out.append(NodeCheck("ibstat", "ibstat", ("ibstat",), 60, 1))
-        out.append(NodeCheck("ofed_info", "ofed_info", ("ofed_info", "-s"), 30, 1))
-        # active_mtu (ibstat does not show it): a RoCE netdev below 4192 caps it at 1024
-        out.append(NodeCheck("ibv_devinfo", "ibv_devinfo", ("ibv_devinfo",), 30, 1))
-        # host tuning as provisioned: MTU, DCQCN/CNP, IRQ affinity, hugepages (drift is a
-        # FAIL before any bandwidth test)
-        out.append(
-            NodeCheck(
-                "host-tuning",
-                "host-tuning",
-                ("sh", "-c", HOST_TUNING, "host-tuning", "{hw_root}", "{netdevs}"),
-                30,
-                1,
-            )
-        )
-        if cluster.fabric.type == "roce":
-            if c.physical and c.physical.cabling:
-                # the LLDP neighbour of every fabric interface, for the cabling check
-                out.append(NodeCheck("lldpctl", "lldpctl", ("lldpctl", "-f", "json"), 30, 1))
-            out.append(NodeCheck("show_gids", "show_gids", ("show_gids",), 30, 1))
-            # the live host QoS against the design (drift is a FAIL before any bandwidth test)
-            out.append(
-                NodeCheck(
-                    "mlnx_qos", "mlnx_qos", ("mlnx_qos", "-i", "{netdev}"), 30, 1, per_hca=True
-                )
-            )
-    if c.gpu_inventory:
-        out.append(NodeCheck("nvidia-smi-xml", "nvidia-smi-xml", ("nvidia-smi", "-q", "-x"), 60, 2))
-        out.append(
-            NodeCheck(
-                "nvidia-smi-nvlink", "nvidia-smi-nvlink", ("nvidia-smi", "nvlink", "-s"), 60, 1
-            )
-        )
-        out.append(
-            NodeCheck("nvidia-smi-topo", "nvidia-smi-topo", ("nvidia-smi", "topo", "-m"), 60, 1)
-        )
-    if c.dcgm:
-        expected = {1: 30, 2: 120, 3: 900, 4: 3600}[c.dcgm.level]
-        out.append(
-            NodeCheck(
-                "dcgmi-diag",
-                "dcgmi-diag",
-                ("dcgmi", "diag", "-r", str(c.dcgm.level)),
-                c.dcgm.timeout_s,
-                expected,
-            )
-        )
-    if c.nccl_single_node:
-        p = c.nccl_single_node
-        out.append(
-            NodeCheck(
-                "nccl-single-node",
-                "nccl-tests",
-                (
-                    p.collective,
-                    "-b",
-                    str(p.min_bytes),
-                    "-e",
-                    str(p.max_bytes),
-                    "-f",
-                    "2",
-                    "-g",
-                    "8",
-                    "-n",
-                    str(p.iterations),
-                ),
-                p.timeout_s,
-                60,
-            )
-        )
-    return out
 
 
 def make_plan(

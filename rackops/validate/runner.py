@@ -16,7 +16,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rackops.checks.nccl import check_nccl
-from rackops.checks.offline import Context, evaluate
 from rackops.checks.perftest import check_perftest
 from rackops.checks.repeat import combine_attempts
 from rackops.checks.tuning import check_jumbo_ping, designed_mtu
@@ -26,6 +25,9 @@ from rackops.inventory.model import Cluster
 from rackops.parsers import ParseError, parse
 from rackops.profiles import Profile
 from rackops.suites import Suite
+from rackops.tools import get as get_tool
+from rackops.tools import judge_live
+from rackops.tools.base import Context
 from rackops.validate.executor import CommandResult, Executor, Started, Target
 from rackops.validate.peergate import peer_findings
 from rackops.validate.physical import Physical
@@ -212,7 +214,7 @@ class Runner:
         findings = self._judge(node, check.tool, result, check.timeout_s)
         meta: dict[str, Any] = {}
         phy = self.suite.checks.physical
-        if check.tool == "ibstat" and phy is not None and worst(findings) is Status.FAIL:
+        if get_tool(check.tool).settles and phy is not None and worst(findings) is Status.FAIL:
             # hold-down: a link still training at bring-up settles before it is judged
             deadline = time.monotonic() + phy.hold_down_s
             tries = 1
@@ -224,7 +226,7 @@ class Runner:
                 result, tries = again, tries + 1
                 findings = self._judge(node, check.tool, result, check.timeout_s)
             meta = {"hold_down_tries": tries}
-        if check.tool == "mlnx_qos" and "/" in check.name:  # name the HCA and its port
+        if "/" in check.name:  # a per-HCA check: its findings name the HCA and its port
             dev = check.name.split("/", 1)[1]
             h = next(x for x in self.cluster.node(node).hcas if x.device == dev)
             findings = [
@@ -290,29 +292,9 @@ class Runner:
                 )
             ]
         text = result.stdout
-        if tool in ("perftest", "nccl-tests") or not text.strip():
+        if get_tool(tool).both_streams or not text.strip():
             text = result.stdout + "\n" + result.stderr
-        node_ctx = self._ctx(node)
-        if tool == "lldpctl":  # parse only: evaluate would judge this one node's cables
-            try:
-                parse(tool, text)
-                return [Finding("CAB-READ", Status.OK, subj, "LLDP neighbours read")]
-            except ParseError as exc:
-                return [
-                    Finding(
-                        "CAB-000",
-                        Status.ERROR,
-                        subj,
-                        f"LLDP neighbours unreadable, cabling not checked: {exc}",
-                        remediation="start lldpd on the host (and LLDP on the switch ports)",
-                    )
-                ]
-        findings = evaluate(tool, text, node_ctx, node)
-        if tool == "ibv_devinfo":  # read for active_mtu only: ibstat judges the ports
-            findings = [f for f in findings if f.code == "HCA-007" or f.status is Status.ERROR]
-            if not findings:
-                findings = [Finding("HCA-007", Status.OK, subj, "active MTU as expected")]
-        return findings
+        return judge_live(tool, text, self._ctx(node), node)
 
     # ---------------------------------------------------------------- stage 2
     def pair_stage(self, plan: Plan, done: set[str], skip: set[str]) -> None:

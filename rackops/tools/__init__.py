@@ -1,0 +1,160 @@
+"""The tool registry: one module per tool, each declaring a :class:`~rackops.tools.base.Tool`
+(``TOOL``, or ``TOOLS`` where one program has several readings, as nvidia-smi does).
+
+Nothing else in rackops lists tool names: parse, check, the plan, the runner, the lab's
+stand-in repository and fault vocabulary read this registry. Adding a tool is its module
+here, its simulator in ``rackops/lab/hwsim/`` and its fixtures in ``tests/fixtures/``.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import importlib
+import pkgutil
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from rackops.errors import RackopsError
+from rackops.findings import Finding, Status, Subject
+from rackops.parsers._common import ParseError
+from rackops.tools.base import Binary, Context, NodeCheck, Tool
+
+if TYPE_CHECKING:
+    from rackops.inventory.model import Cluster
+    from rackops.suites import Suite
+
+_NOT_TOOLS = {"base"}
+
+
+@functools.cache
+def registry() -> dict[str, Tool]:
+    """Every tool, by name, found by importing each module of this package."""
+    out: dict[str, Tool] = {}
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
+        if info.name.startswith("_") or info.name in _NOT_TOOLS:
+            continue
+        mod = importlib.import_module(f"{__name__}.{info.name}")
+        tools = getattr(mod, "TOOLS", None) or (mod.TOOL,)
+        for t in tools:
+            if t.name in out:
+                raise RuntimeError(f"tool {t.name} is declared twice ({info.name})")
+            out[t.name] = t
+    return out
+
+
+def get(name: str) -> Tool:
+    try:
+        return registry()[name]
+    except KeyError:
+        raise KeyError(name) from None
+
+
+def parsed_tools() -> list[str]:
+    """The names `rackops parse` and `rackops check` accept."""
+    return sorted(n for n, t in registry().items() if t.parse is not None)
+
+
+def binaries() -> Iterator[tuple[Tool, Binary]]:
+    seen: set[str] = set()
+    for t in registry().values():
+        for b in t.binaries:
+            if b.name not in seen:
+                seen.add(b.name)
+                yield t, b
+
+
+def simulated_binaries() -> tuple[str, ...]:
+    """The programs hwsim stands in for in the lab: what a scenario's tool faults may name."""
+    return tuple(sorted(b.name for _t, b in binaries() if b.simulated and not b.daemon))
+
+
+def package_binaries(package: str) -> tuple[str, ...]:
+    """The programs the registry says this package family installs (lab stand-in repo)."""
+    return tuple(b.name for _t, b in binaries() if b.package == package)
+
+
+def parse(tool: str, text: str) -> object:
+    """Parse ``text`` as the output of ``tool``: a ParseError for anything unreadable."""
+    t = registry().get(tool)
+    if t is None or t.parse is None:
+        raise KeyError(tool)
+    if not text.strip():
+        raise ParseError("the output is empty")
+    text = text.replace("\r\n", "\n").replace("\r", "\n")  # captures pasted from tickets
+    try:
+        return t.parse(text)
+    except ParseError:
+        raise
+    except (
+        ValueError,
+        IndexError,
+        KeyError,
+        TypeError,
+        AttributeError,
+        ArithmeticError,
+        csv.Error,
+        RecursionError,
+    ) as exc:
+        # A parser bug or an output layout nobody has seen: never a traceback, never a pass.
+        raise ParseError(f"unreadable {tool} output ({type(exc).__name__}: {exc})") from exc
+
+
+def unreadable(tool: str, node: str | None, exc: Exception) -> Finding:
+    return Finding(
+        "PARSE-000",
+        Status.ERROR,
+        Subject(node=node),
+        f"unreadable {tool} output: {exc}",
+        remediation="capture the whole output again (stdout and stderr)",
+    )
+
+
+def evaluate(tool: str, text: str, ctx: Context, node: str | None) -> list[Finding]:
+    """One output of ``tool`` judged on its own (``rackops check``)."""
+    t = get(tool)
+    try:
+        parsed = parse(tool, text)
+    except ParseError as exc:
+        return [unreadable(tool, node, exc)]
+    if t.check is None:
+        raise RackopsError(
+            t.no_check
+            or f"no single-output check reads {tool}: use `rackops parse` to read one output"
+        )
+    return t.check(parsed, ctx, node)
+
+
+def judge_live(tool: str, text: str, ctx: Context, node: str) -> list[Finding]:
+    """One output of ``tool`` from a run: its live check where it has one."""
+    t = get(tool)
+    if t.live is not None:
+        return t.live(text, ctx, node)
+    return evaluate(tool, text, ctx, node)
+
+
+def node_checks(suite: Suite, cluster: Cluster) -> list[NodeCheck]:
+    """Stage 1 of a plan: every tool's node checks for this suite and rack, in order."""
+    out: list[NodeCheck] = []
+    for t in sorted(registry().values(), key=lambda t: (t.order, t.name)):
+        if t.plan is not None:
+            out += t.plan(suite, cluster)
+    return out
+
+
+__all__ = [
+    "Binary",
+    "Context",
+    "NodeCheck",
+    "Tool",
+    "binaries",
+    "evaluate",
+    "get",
+    "judge_live",
+    "node_checks",
+    "package_binaries",
+    "parse",
+    "parsed_tools",
+    "registry",
+    "simulated_binaries",
+]

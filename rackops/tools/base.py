@@ -1,0 +1,75 @@
+"""What one tool is to rackops: how it is run, read, judged, installed and simulated.
+
+A :class:`Tool` is declared once, in its own module of :mod:`rackops.tools`; ``rackops
+parse``, ``rackops check``, the plan, the runner, the lab's stand-in repository, the lab's
+fault vocabulary and hwsim's dispatch all read it from the registry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # suites and profiles read the registry's names: no import cycle at run time
+    from rackops.findings import Finding
+    from rackops.inventory.model import Cluster, Node
+    from rackops.profiles import Profile
+    from rackops.suites import Suite
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a check may need besides the output: the node's profile, the node and the rack
+    from the inventory, and the suite (pinned sizes, DCGM level)."""
+
+    profile: Profile
+    node: Node | None
+    cluster: Cluster | None
+    suite: Suite | None
+
+
+@dataclass(frozen=True)
+class NodeCheck:
+    """One command the plan runs on every node (stage 1)."""
+
+    name: str  # step id, unique per node: "ibstat", "dcgmi-diag", ...
+    tool: str  # the registry name of the tool that reads its output
+    argv: tuple[str, ...]
+    timeout_s: float
+    expected_s: float  # how long the tool itself runs when healthy (for the estimate)
+    per_hca: bool = False  # run once per cabled HCA; "{netdev}" in argv is its interface
+    # (in every check: "{netdevs}" becomes one argument per cabled interface, "{hw_root}"
+    # the node's rackops_hw_root)
+
+
+@dataclass(frozen=True)
+class Binary:
+    """A program a tool runs, the package family that installs it (the lab's stand-in
+    repository builds a package of that family holding it), and whether hwsim stands in
+    for it in the lab (then a scenario may inject ``missing``/``hang``/``garbled`` into it)."""
+
+    name: str
+    package: str
+    simulated: bool = True
+    daemon: bool = False  # a service the package starts, not a command a check runs
+
+
+Check = Callable[[Any, Context, "str | None"], "list[Finding]"]
+LiveCheck = Callable[[str, Context, "str | None"], "list[Finding]"]
+Planner = Callable[["Suite", "Cluster"], Sequence[NodeCheck]]
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str  # the name `rackops parse`/`rackops check` take, and results.jsonl's "tool"
+    summary: str
+    parse: Callable[[str], Any] | None = None
+    check: Check | None = None  # one output judged on its own (`rackops check`, the runner)
+    live: LiveCheck | None = None  # in a run, where it differs from ``check`` (raw text in)
+    plan: Planner | None = None  # the node checks this tool adds to a plan (stage 1)
+    order: int = 100  # where its node checks stand in stage 1
+    binaries: tuple[Binary, ...] = ()
+    both_streams: bool = False  # its parser reads stdout and stderr together
+    settles: bool = False  # a FAIL may be a link still training: re-read in the hold-down
+    no_check: str = ""  # why `rackops check` cannot judge one output of it

@@ -1,0 +1,40 @@
+"""ibv_devinfo: in a run, read for each port's active MTU only (ibstat judges the ports)."""
+
+from __future__ import annotations
+
+from rackops.findings import Finding, Status, Subject
+from rackops.inventory.model import Cluster
+from rackops.parsers.ibv_devinfo import parse_ibv_devinfo
+from rackops.suites import Suite
+from rackops.tools._hca import check_ports
+from rackops.tools.base import Binary, Context, NodeCheck, Tool
+
+
+def plan(suite: Suite, cluster: Cluster) -> list[NodeCheck]:
+    # active_mtu (ibstat does not show it): a RoCE netdev below 4192 caps it at 1024
+    if not suite.checks.hca_ports:
+        return []
+    return [NodeCheck("ibv_devinfo", "ibv_devinfo", ("ibv_devinfo",), 30, 1)]
+
+
+def live(text: str, ctx: Context, node: str | None) -> list[Finding]:
+    from rackops.tools import evaluate
+
+    findings = [
+        f
+        for f in evaluate("ibv_devinfo", text, ctx, node)
+        if f.code == "HCA-007" or f.status is Status.ERROR
+    ]
+    return findings or [Finding("HCA-007", Status.OK, Subject(node=node), "active MTU as expected")]
+
+
+TOOL = Tool(
+    "ibv_devinfo",
+    "verbs devices: port state and active MTU",
+    parse=parse_ibv_devinfo,
+    check=check_ports,
+    live=live,
+    plan=plan,
+    order=30,
+    binaries=(Binary("ibv_devinfo", "ibverbs-utils"),),
+)

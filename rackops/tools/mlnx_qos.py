@@ -1,0 +1,35 @@
+"""mlnx_qos -i IF: the live host QoS (trust, PFC, DSCP map, buffers) of one interface."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rackops.checks.host import check_mlnx_qos
+from rackops.findings import Finding, Subject
+from rackops.inventory.model import Cluster, RoceQos
+from rackops.parsers.mlnx_qos import parse_mlnx_qos
+from rackops.suites import Suite
+from rackops.tools.base import Binary, Context, NodeCheck, Tool
+
+
+def plan(suite: Suite, cluster: Cluster) -> list[NodeCheck]:
+    # the live host QoS against the design (drift is a FAIL before any bandwidth test)
+    if not suite.checks.hca_ports or cluster.fabric.type != "roce":
+        return []
+    return [NodeCheck("mlnx_qos", "mlnx_qos", ("mlnx_qos", "-i", "{netdev}"), 30, 1, per_hca=True)]
+
+
+def check(parsed: Any, ctx: Context, node: str | None) -> list[Finding]:
+    roce = ctx.cluster.fabric.roce if ctx.cluster and ctx.cluster.fabric.roce else RoceQos()
+    return check_mlnx_qos(parsed, roce, subject=Subject(node=node))
+
+
+TOOL = Tool(
+    "mlnx_qos",
+    "host RoCE QoS of one interface",
+    parse=parse_mlnx_qos,
+    check=check,
+    plan=plan,
+    order=70,
+    binaries=(Binary("mlnx_qos", "mlnx-tools"),),
+)

@@ -1,0 +1,28 @@
+"""mlxlink -c -e [-m]: a port's BER counters, FEC and (with -m) its module."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rackops.checks.phy import PortReport, judge_ber, judge_optics
+from rackops.findings import Finding, Status, Subject
+from rackops.parsers.mlxlink import parse_mlxlink
+from rackops.tools.base import Binary, Context, Tool
+
+
+def check(parsed: Any, ctx: Context, node: str | None) -> list[Finding]:
+    subj = Subject(node=node)
+    report = PortReport()
+    out = judge_ber(parsed, subj, ctx.profile, report)
+    if parsed.optics is not None:
+        out += judge_optics(parsed.optics, subj, report)
+    return out or [Finding("PHY-OK", Status.OK, subj, "BER and optics within limits")]
+
+
+TOOL = Tool(
+    "mlxlink",
+    "BER, FEC and optics of one port",
+    parse=parse_mlxlink,
+    check=check,
+    binaries=(Binary("mlxlink", "mft"),),
+)

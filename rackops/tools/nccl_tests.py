@@ -1,0 +1,62 @@
+"""nccl-tests (``all_reduce_perf`` and the other collectives): busbw per size, on one node
+(stage 1) or across the rack (stage 3, through the launcher's MPI)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rackops.tools.base import Binary, Context, NodeCheck, Tool
+
+if TYPE_CHECKING:
+    from rackops.findings import Finding
+    from rackops.inventory.model import Cluster
+    from rackops.suites import Suite
+
+COLLECTIVES = (
+    "all_reduce_perf",
+    "all_gather_perf",
+    "reduce_scatter_perf",
+    "alltoall_perf",
+    "sendrecv_perf",
+    "broadcast_perf",
+)
+
+
+def plan(suite: Suite, cluster: Cluster) -> list[NodeCheck]:
+    p = suite.checks.nccl_single_node
+    if not p:
+        return []
+    argv = (p.collective, "-b", str(p.min_bytes), "-e", str(p.max_bytes), "-f", "2", "-g", "8")
+    return [
+        NodeCheck(
+            "nccl-single-node", "nccl-tests", (*argv, "-n", str(p.iterations)), p.timeout_s, 60
+        )
+    ]
+
+
+def check(parsed: Any, ctx: Context, node: str | None) -> list[Finding]:
+    from rackops.checks.nccl import check_nccl
+
+    checks = ctx.suite.checks if ctx.suite else None
+    multi = len({r.host for r in parsed.ranks}) > 1
+    params = (checks.nccl_multi_node if multi else checks.nccl_single_node) if checks else None
+    gate = params.gate_sizes_bytes if params else None
+    return check_nccl(parsed, ctx.profile, node=node, gate_sizes_bytes=gate)
+
+
+def _parse(text: str) -> Any:
+    from rackops.parsers.nccl_tests import parse_nccl_tests
+
+    return parse_nccl_tests(text)
+
+
+TOOL = Tool(
+    "nccl-tests",
+    "NCCL collectives: bus bandwidth per size",
+    parse=_parse,
+    check=check,
+    plan=plan,
+    order=120,
+    binaries=tuple(Binary(c, "nccl-tests") for c in COLLECTIVES),
+    both_streams=True,
+)

@@ -1,0 +1,15 @@
+"""perfquery -x: an InfiniBand port's extended counters (read before and after the pairs)."""
+
+from __future__ import annotations
+
+from rackops.parsers.perfquery import parse_perfquery
+from rackops.tools._phy import COUNTERS_ONLY
+from rackops.tools.base import Binary, Tool
+
+TOOL = Tool(
+    "perfquery",
+    "InfiniBand port counters",
+    parse=parse_perfquery,
+    binaries=(Binary("perfquery", "infiniband-diags"),),
+    no_check=COUNTERS_ONLY.format(tool="perfquery"),
+)

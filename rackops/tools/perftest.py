@@ -1,0 +1,42 @@
+"""perftest (``ib_write_bw`` and kin): one link's bandwidth or latency, in the pair rounds."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rackops.tools.base import Binary, Context, Tool
+
+if TYPE_CHECKING:
+    from rackops.findings import Finding
+
+BW = ("ib_write_bw", "ib_read_bw", "ib_send_bw")
+LAT = ("ib_write_lat", "ib_read_lat", "ib_send_lat")
+
+
+def check(parsed: Any, ctx: Context, node: str | None) -> list[Finding]:
+    from rackops.checks.perftest import check_perftest
+    from rackops.findings import Subject
+
+    checks = ctx.suite.checks if ctx.suite else None
+    params = (
+        (checks.perftest_lat if parsed.kind == "lat" else checks.perftest_bw) if checks else None
+    )
+    size = params.message_size_bytes if params else None
+    subj = Subject(node=node, hca=parsed.device)
+    return check_perftest(parsed, ctx.profile, subject=subj, message_size_bytes=size)
+
+
+def _parse(text: str) -> Any:
+    from rackops.parsers.perftest import parse_perftest
+
+    return parse_perftest(text)
+
+
+TOOL = Tool(
+    "perftest",
+    "RDMA bandwidth and latency of one link",
+    parse=_parse,
+    check=check,
+    binaries=tuple(Binary(b, "perftest") for b in BW + LAT),
+    both_streams=True,
+)
