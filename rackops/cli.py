@@ -399,8 +399,22 @@ def _cmd_provision(args: argparse.Namespace) -> int:
         *args.ansible_args,
     ]
     print("rackops: " + " ".join(cmd), file=sys.stderr)
-    env = dict(os.environ, ANSIBLE_ROLES_PATH=roles)
+    env = dict(os.environ, ANSIBLE_ROLES_PATH=roles, ANSIBLE_COLLECTIONS_PATH=_collections_path())
     return subprocess.run(cmd, check=False, env=env).returncode
+
+
+def _collections_path() -> str:
+    """Where Ansible finds collections (the user's setting, or ansible.cfg's), then the
+    roles' own filter (rackops.rackops.host_design), shipped in the rackops data."""
+    import os
+
+    from ansible import constants
+
+    from rackops import data
+
+    ours = str(data.path("ansible_collections").resolve().parent)
+    theirs = [str(p) for p in constants.COLLECTIONS_PATHS]
+    return os.pathsep.join([*theirs, ours] if ours not in theirs else theirs)
 
 
 def _allow_lookups(p: argparse.ArgumentParser) -> None:

@@ -72,9 +72,11 @@ class Intent:
 
     @classmethod
     def of(cls, cluster: Cluster) -> Intent:
+        from rackops.design import largest_host_mtu
+
         f = cluster.fabric
-        host_mtu = max([f.mtu.host, *(n.qos.mtu for n in cluster.nodes if n.qos.mtu)])
-        return cls(f.roce if f.type == "roce" else None, host_mtu, f.mtu.vlan_tagged)
+        roce = f.roce if f.type == "roce" else None
+        return cls(roce, largest_host_mtu(cluster), f.mtu.vlan_tagged)
 
 
 @dataclass(frozen=True)
@@ -469,9 +471,10 @@ def design_port(cluster: Cluster, sw: Switch) -> PortQos:
 def design_host(node: Node | None, roce: RoceQos) -> HostQos:
     """A host as the inventory designs it (`node` None: the design's own defaults): the
     roce_host_qos role sets dscp2prio for the RoCE and CNP DSCPs, then a host's overrides."""
-    pfc = roce.pfc_priorities
-    dscp2prio = {roce.dscp: roce.priority, roce.cnp_dscp: roce.cnp_priority}
-    if node is not None:
-        pfc = node.qos.pfc_priorities if node.qos.pfc_priorities is not None else pfc
-        dscp2prio |= dict(node.qos.dscp2prio)
-    return HostQos(trust=roce.trust, pfc=tuple(pfc), dscp2prio=dscp2prio)
+    if node is None:
+        dscp2prio = {roce.dscp: roce.priority, roce.cnp_dscp: roce.cnp_priority}
+        return HostQos(trust=roce.trust, pfc=tuple(roce.pfc_priorities), dscp2prio=dscp2prio)
+    from rackops.design import host_roce
+
+    d = host_roce(roce, node.qos)
+    return HostQos(trust=d.trust, pfc=d.pfc, dscp2prio=dict(d.dscp2prio))

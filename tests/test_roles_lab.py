@@ -333,6 +333,40 @@ def test_drift_fails_naming_setting_live_and_design_then_provision_repairs(
     assert len(pings) == 8 and all(f["status"] == "OK" for f in pings), pings
 
 
+def test_a_host_qos_override_is_applied_by_the_role_and_held_by_validate(
+    converged: LabState, tmp_path: Path
+) -> None:
+    """rackops_host_qos.dscp2prio on one host: validate holds the host to it before the role
+    ran (QOS-002), the role applies it from the computed design, validate then accepts."""
+    import shutil
+
+    inv = tmp_path / "inv"
+    shutil.copytree(converged.inventory, inv)
+    with (inv / "host_vars" / "node01.yml").open("a") as fh:
+        fh.write("rackops_host_qos: {dscp2prio: {46: 4}}\n")  # the NIC default is 5
+    ssh_config = converged.workdir / "ssh_config"
+    try:
+        rc, report = validate(inv, tmp_path / "before")
+        assert rc == 2, report["culprits"]
+        codes = {
+            (f["subject"]["node"], f["code"]) for c in report["culprits"] for f in c["evidence"]
+        }
+        assert codes == {("node01", "QOS-002")}, codes
+        proc = playbook(inv, "provision.yml", "--tags", "roce_host_qos")
+        assert proc.returncode == 0, proc.stdout[-2000:]
+        assert recap(proc.stdout)["node01"]["changed"] > 0
+        assert recap(proc.stdout)["node02"]["changed"] == 0  # its design did not change
+        live = on_target(ssh_config, "node01", f"mlnx_qos -i {netdev(0)}")
+        assert re.search(r"prio:4 dscp:[\d,]*\b46\b", live), live
+        rc, report = validate(inv, tmp_path / "after")
+        assert rc == 0 and report["verdict"] == "ACCEPTED", report["culprits"]
+    finally:  # the rack as designed again for the tests after this one
+        back = provision(converged, "--tags", "roce_host_qos")
+        assert back.returncode == 0, back.stdout[-2000:]
+        reset = " && ".join(f"sudo mlnx_qos -i {netdev(r)} --dscp2prio set,46,5" for r in range(8))
+        on_target(ssh_config, "node01", reset)
+
+
 def test_the_collection_runs_the_same_roles(converged: LabState, tmp_path: Path) -> None:
     """`ansible-galaxy collection build` from this tree; its roles, addressed as
     rackops.rackops.<role>, find a converged rack already as they would leave it."""

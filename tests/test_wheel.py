@@ -3,6 +3,9 @@ outside the checkout, finds its templates, profiles, suites, playbooks and roles
 
 from __future__ import annotations
 
+import json
+import os
+import re
 import subprocess
 import sys
 import venv
@@ -92,3 +95,41 @@ def test_the_wheel_carries_the_roles_and_playbooks(installed: Path) -> None:
     assert (roles / "ofed/tasks/main.yml").is_file()
     assert (playbooks / "provision.yml").is_file()
     assert {p.name for p in roles.iterdir()} >= {"ofed", "nvidia_driver", "roce_host_qos"}
+
+
+def test_the_wheel_carries_the_roles_filter_and_provision_finds_it(
+    installed: Path, tmp_path: Path
+) -> None:
+    """The roles call rackops.rackops.host_design: a wheel install (no checkout, no
+    ansible.cfg) finds it where `rackops provision` points Ansible."""
+    py = installed.with_name("python")
+    where = subprocess.run(
+        [str(py), "-c", "from rackops.cli import _collections_path; print(_collections_path())"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tmp_path,
+    ).stdout.strip()
+    assert str(ROOT) not in where
+    fabric = '{"type": "roce", "mtu": {"host": 9000, "switch": 9216}, "roce": {}}'
+    hcas = (
+        '[{"device": "mlx5_0", "netdev": "eth2", "rail": 0, "gpu": 0, "switch": "s", "port": "p1"}]'
+    )
+    msg = f"{{{{ ({fabric} | rackops.rackops.host_design({hcas}, {{}}, {{}}, 'n1')).interfaces }}}}"
+    out = subprocess.run(
+        [
+            str(installed.with_name("ansible")),
+            "localhost",
+            "-m",
+            "ansible.builtin.debug",
+            "-a",
+            json.dumps({"msg": msg}),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
+        env={**os.environ, "ANSIBLE_COLLECTIONS_PATH": where},
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert re.search(r"\beth2\b\W+9000", out.stdout), out.stdout

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rackops.consistency import HostQos, Intent, check_host
+from rackops.design import HostRoce
 from rackops.findings import Finding, Status, Subject
 from rackops.inventory.model import Hca, RoceQos
 from rackops.parsers.mlnx_qos import MlnxQos
@@ -16,21 +17,43 @@ from rackops.parsers.show_gids import ShowGids
 GDR_OK = ("PIX", "PXB")
 
 
-def check_mlnx_qos(parsed: MlnxQos, roce: RoceQos, *, subject: Subject) -> list[Finding]:
-    """The §10 host rules (rackops.consistency: C-04, C-05, C-12, C-14) on live mlnx_qos."""
+def check_mlnx_qos(
+    parsed: MlnxQos, roce: RoceQos, *, subject: Subject, host: HostRoce | None = None
+) -> list[Finding]:
+    """The §10 host rules (rackops.consistency: C-04, C-05, C-12, C-14) on live mlnx_qos;
+    with the node's own design (``host``), every DSCP→priority entry it sets, its
+    ``rackops_host_qos.dscp2prio`` overrides included (QOS-002)."""
     view = HostQos(parsed.trust, tuple(parsed.pfc_priorities), dict(parsed.dscp2prio))
     intent = Intent(roce, 0, False)
     out = [
         Finding(v.code, Status.FAIL, subject, v.message, v.got, v.want, None, v.fix)
         for v in check_host(intent, view)
     ]
-    got = ",".join(str(v) for v in parsed.pfc_enabled)
+    ruled = {roce.dscp, roce.cnp_dscp}  # C-05's own
+    for dscp, want in sorted(host.dscp2prio.items()) if host else ():
+        live = view.prio_of(dscp)
+        if dscp not in ruled and live != want and view.trust in (None, "dscp"):
+            out.append(
+                Finding(
+                    "QOS-002",
+                    Status.FAIL,
+                    subject,
+                    f"DSCP {dscp} maps to priority {live}; this host's design "
+                    f"(rackops_host_qos.dscp2prio) maps it to {want}",
+                    live,
+                    want,
+                    None,
+                    f"mlnx_qos -i <netdev> --dscp2prio set,{dscp},{want}, or run the "
+                    "roce_host_qos role",
+                )
+            )
+    pfc = ",".join(str(v) for v in parsed.pfc_enabled)
     return out or [
         Finding(
             "QOS-OK",
             Status.OK,
             subject,
-            f"trust {parsed.trust}, PFC {got}, DSCP {roce.dscp}→{roce.priority}",
+            f"trust {parsed.trust}, PFC {pfc}, DSCP {roce.dscp}→{roce.priority}",
         )
     ]
 

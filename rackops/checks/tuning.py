@@ -9,6 +9,7 @@ without the ECN directory, no NUMA information) is WARN: not verified is not a p
 
 from __future__ import annotations
 
+from rackops.design import node_design
 from rackops.findings import Finding, Status, Subject
 from rackops.inventory.model import Cluster, Node
 from rackops.parsers._common import ParseError
@@ -22,7 +23,7 @@ HP_FIX = "rerun provisioning (role hugepages); reserve 1 GiB pages at boot (conf
 
 
 def designed_mtu(node: Node, cluster: Cluster) -> int:
-    return node.mtu or cluster.fabric.mtu.host
+    return node_design(cluster, node).mtu
 
 
 def check_host_tuning(parsed: HostTuning, node: Node, cluster: Cluster) -> list[Finding]:

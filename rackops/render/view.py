@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from rackops.consistency import Intent, check_host, design_host, nccl_tc_violation
+from rackops.design import node_design
 from rackops.errors import RackopsError
 from rackops.inventory.model import Cluster, Switch, SwitchBuffers
 
@@ -178,6 +179,6 @@ def host_view(cluster: Cluster, node_name: str) -> HostView:
         node.name,
         tuple(h.netdev for h in node.hcas),
         tuple(h.device for h in node.hcas),
-        node.qos.mtu or cluster.fabric.mtu.host,
+        node_design(cluster, node).mtu,
         qos_view(cluster),
     )

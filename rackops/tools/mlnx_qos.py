@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rackops.checks.host import check_mlnx_qos
+from rackops.design import node_design
 from rackops.findings import Finding, Subject
 from rackops.inventory.model import Cluster, RoceQos
 from rackops.parsers.mlnx_qos import parse_mlnx_qos
@@ -21,7 +22,8 @@ def plan(suite: Suite, cluster: Cluster) -> list[NodeCheck]:
 
 def check(parsed: Any, ctx: Context, node: str | None) -> list[Finding]:
     roce = ctx.cluster.fabric.roce if ctx.cluster and ctx.cluster.fabric.roce else RoceQos()
-    return check_mlnx_qos(parsed, roce, subject=Subject(node=node))
+    host = node_design(ctx.cluster, ctx.node).roce if ctx.cluster and ctx.node else None
+    return check_mlnx_qos(parsed, roce, subject=Subject(node=node), host=host)
 
 
 TOOL = Tool(
