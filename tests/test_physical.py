@@ -247,6 +247,46 @@ def test_peer_gate_runs_over_a_run_for_every_measured_quantity() -> None:
     assert w.status is Status.WARN and w.observed == 340.0 and "link bandwidth" in w.message
 
 
+def test_one_slow_hca_and_one_slow_port_are_one_warn_each_and_never_their_partners() -> None:
+    """Full pairing of 4 nodes: node02's rail-1 HCA at 365 Gb/s among links at 392, node04's
+    rail-2 port at 2.4 us among 1.94. Each is named once; no partner is."""
+    nodes = [f"node0{i}" for i in range(1, 5)]
+    records = []
+    for a in nodes:
+        for b in nodes:
+            if a >= b:
+                continue
+            for rail in (0, 1, 2):
+                bw = 365.0 if rail == 1 and "node02" in (a, b) else 392.0
+                lat = 2.4 if rail == 2 and "node04" in (a, b) else 1.94
+                peer = f"{a}/mlx5_{rail}"
+                f_bw = Finding(
+                    "PERF-OK",
+                    Status.OK,
+                    Subject(node=b, hca=f"mlx5_{rail}", peer=peer),
+                    "m",
+                    bw,
+                    1,
+                    "Gb/s",
+                )
+                f_lat = Finding(
+                    "PERF-OK",
+                    Status.OK,
+                    Subject(node=b, hca=f"mlx5_{rail}", peer=peer),
+                    "m",
+                    lat,
+                    1,
+                    "us",
+                )
+                records.append(_pair(a, b, rail, f_bw.as_dict()))
+                records.append(_pair(a, b, rail, f_lat.as_dict(), kind="lat", tool="perftest-lat"))
+    out = peer_findings(records, ROCE, {"h100-sxm-roce400": PROFILE})
+    named = sorted((f.subject.node, f.subject.hca, f.subject.peer, f.unit) for f in out)
+    assert named == [("node02", "mlx5_1", None, "Gb/s"), ("node04", "mlx5_2", None, "us")], named
+    assert all(f.status is Status.WARN and "3 partners" in f.message for f in out)
+    assert {f.subject.switch for f in out} == {"leaf-r1", "leaf-r2"}
+
+
 # --- localisation ----------------------------------------------------------------------------
 
 

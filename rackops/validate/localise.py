@@ -265,17 +265,17 @@ def localise(records: list[dict[str, Any]]) -> Verdict:
                 explained |= {x[2]["id"] for x in failed}
 
         # 5b. one end shared by several failing links (slow only with some partners): that end
-        while True:
-            count: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
-            for m, status, rec in links:
-                if status == "FAIL" and rec["id"] not in explained:
-                    count[(m["server"], m["rail"])].append(rec)
-                    count[(m["client"], m["rail"])].append(rec)
-            if not count:
-                break
-            (node, rail), recs = max(count.items(), key=lambda kv: (len(kv[1]), kv[0]))
-            if len(recs) < 2:
-                break
+        open_fails = {
+            rec["id"]: rec
+            for _m, status, rec in links
+            if status == "FAIL" and rec["id"] not in explained
+        }
+        ends = {
+            i: ((r["meta"]["server"], r["meta"]["rail"]), (r["meta"]["client"], r["meta"]["rail"]))
+            for i, r in open_fails.items()
+        }
+        for (node, rail), ids in shared_ends(ends)[0]:
+            recs = [open_fails[i] for i in ids]
             m = recs[0]["meta"]
             side = "server" if m["server"] == node else "client"
             sw, port = m[f"{side}_switch_port"].split(maxsplit=1)
@@ -377,6 +377,29 @@ def _symptom(recs: list[dict[str, Any]]) -> tuple[str, str]:
         )
         return f"has high latency (up to {worst_us:.2f} us)", LATENCY_FIX
     return "is slow", CABLE_FIX
+
+
+End = tuple[str, int]  # a link's end: (node, rail)
+
+
+def shared_ends(links: dict[str, tuple[End, End]]) -> tuple[list[tuple[End, list[str]]], list[str]]:
+    """The ends shared by several of these links (failing, or stragglers), most shared
+    first: each takes its links, and what is left is links alone. The rule every finding
+    about a link goes through, so one slow HCA is named once and its partners never."""
+    left = dict(links)
+    groups: list[tuple[End, list[str]]] = []
+    while left:
+        count: dict[End, list[str]] = defaultdict(list)
+        for i, (a, b) in left.items():
+            count[a].append(i)
+            count[b].append(i)
+        end, ids = max(count.items(), key=lambda kv: (len(kv[1]), kv[0]))
+        if len(ids) < 2:
+            break
+        groups.append((end, ids))
+        for i in ids:
+            del left[i]
+    return groups, list(left)
 
 
 def _link_culprit(m: dict[str, Any]) -> Culprit:

@@ -15,9 +15,10 @@ from collections import defaultdict
 from typing import Any
 
 from rackops.checks.peers import peer_gate
-from rackops.findings import Finding, Subject
+from rackops.findings import Finding, Status, Subject
 from rackops.inventory.model import Cluster
 from rackops.profiles import Profile
+from rackops.validate.localise import shared_ends
 
 LOWER_IS_BETTER = {"us", "ms"}
 HIGHER_IS_BETTER = {"Gb/s", "GB/s"}
@@ -27,6 +28,7 @@ def peer_findings(
     records: list[dict[str, Any]], cluster: Cluster, profiles: dict[str, Profile]
 ) -> list[Finding]:
     groups: dict[tuple[str, str, str, str], dict[Subject, float]] = defaultdict(dict)
+    links: dict[Subject, dict[str, Any]] = {}  # a pair's measurement -> the pair (its meta)
     profile_of = {n.name: n.profile for n in cluster.nodes}
     for rec in records:
         if rec["kind"] not in ("node", "pair"):
@@ -39,11 +41,14 @@ def peer_findings(
                 continue
             node = f["subject"].get("node") or rec.get("node") or ""
             key = (f["code"], unit, rec["tool"], profile_of.get(node, ""))
-            groups[key][Subject(**f["subject"])] = float(value)
+            subj = Subject(**f["subject"])
+            groups[key][subj] = float(value)
+            if rec["kind"] == "pair" and isinstance(rec.get("meta"), dict):
+                links[subj] = rec["meta"]
     out: list[Finding] = []
     for (_code, unit, tool, profile), values in sorted(groups.items()):
         t = profiles[profile].thresholds if profile in profiles else None
-        out += peer_gate(
+        flagged = peer_gate(
             values,
             metric=_metric(tool, unit),
             unit=unit,
@@ -51,7 +56,53 @@ def peer_findings(
             drop_pct=t.peer_drop_pct_min if t else 5.0,
             lower_is_better=unit in LOWER_IS_BETTER,
         )
+        out += _by_shared_end(flagged, links, _metric(tool, unit))
     return out
+
+
+def _by_shared_end(
+    flagged: list[Finding], links: dict[Subject, dict[str, Any]], metric: str
+) -> list[Finding]:
+    """Straggler links localised as failing ones are (localise.shared_ends): an end shared
+    by several straggler links is one WARN on that HCA and port, never on its partners; a
+    straggler link left alone stays a link (both ends named)."""
+    pairs = {str(i): links[f.subject] for i, f in enumerate(flagged) if f.subject in links}
+    groups, _alone = shared_ends(
+        {i: ((m["server"], m["rail"]), (m["client"], m["rail"])) for i, m in pairs.items()}
+    )
+    taken: set[str] = set()
+    out = []
+    for (node, rail), ids in groups:
+        taken |= set(ids)
+        worst = max(
+            (flagged[int(i)] for i in ids),
+            key=lambda f: abs(float(f.observed) - float(f.expected)),
+        )
+        m = pairs[ids[0]]
+        side = "server" if m["server"] == node else "client"
+        switch, port = [*m[f"{side}_switch_port"].split(maxsplit=1), ""][:2]
+        hca = m[f"{side}_hca"]
+        partners = sorted(
+            {pairs[i]["client" if pairs[i]["server"] == node else "server"] for i in ids}
+        )
+        out.append(
+            Finding(
+                "PEER-001",
+                Status.WARN,
+                Subject(node=node, hca=hca, port=1, switch=switch, switch_port=port or None),
+                f"{metric} through {node}/{hca} (rail {rail}) is a straggler with "
+                f"{len(partners)} partners ({', '.join(partners)}), who are not with others; "
+                f"worst {worst.observed:.2f} {worst.unit} against a limit of "
+                f"{worst.expected} {worst.unit}",
+                worst.observed,
+                worst.expected,
+                worst.unit,
+                "this HCA, its cable or its switch port is slower than its peers though "
+                "within the floor: check its PCIe link, NUMA placement, firmware and the "
+                "port's counters; re-test with --pairing suspects",
+            )
+        )
+    return out + [f for i, f in enumerate(flagged) if str(i) not in taken]
 
 
 def _metric(tool: str, unit: str) -> str:
