@@ -25,8 +25,9 @@ from pathlib import Path
 from rackops import lab
 from rackops.inventory import load_inventory
 from rackops.lab.lab import lab_workdir
+from rackops.scheduler.slurm import SlurmSettings, allocate, node_states, slurm_env
 from rackops.validate.executor import Executor, Target
-from rackops.validate.slurm import SlurmExecutor, SlurmSettings, allocate, node_states, slurm_env
+from rackops.validate.slurm import SlurmExecutor
 from rackops.validate.ssh import SshExecutor
 
 CHECKS = 6

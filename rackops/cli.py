@@ -192,10 +192,10 @@ def _cmd_lab(args: argparse.Namespace) -> int:
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
+    from rackops.scheduler.slurm import SlurmSettings
     from rackops.validate import validate
     from rackops.validate.report import actions, scheduler_of_run, summary
     from rackops.validate.rundir import RunDir
-    from rackops.validate.slurm import SlurmSettings
 
     if args.launcher != "slurm" and (args.partition or args.reservation or args.exclusive):
         raise InputError("--partition, --reservation and --exclusive need --launcher slurm")
@@ -232,10 +232,10 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _cmd_resume_nodes(args: argparse.Namespace) -> int:
-    from rackops.validate.actions import apply, load_report, resume_commands
+    from rackops.scheduler.actions import apply, load_report, resume_commands
+    from rackops.scheduler.slurm import slurm_env
     from rackops.validate.report import scheduler_of_run
     from rackops.validate.rundir import RunDir
-    from rackops.validate.slurm import slurm_env
 
     path = Path(args.run_dir)
     report = load_report(path)
@@ -262,8 +262,8 @@ def _cmd_resume_nodes(args: argparse.Namespace) -> int:
 
 
 def _cmd_node_check(args: argparse.Namespace) -> int:
+    from rackops.scheduler.slurm import slurm_env
     from rackops.validate.nodecheck import node_check, slurm_self_action
-    from rackops.validate.slurm import slurm_env
 
     health = node_check(args.inventory, args.suite, args.node, args.run_dir)
     line = health.line()

@@ -14,13 +14,14 @@ import pytest
 
 from rackops.cli import main
 from rackops.errors import ExitCode
-from rackops.validate.actions import (
+from rackops.scheduler.actions import (
     accepted_nodes,
     drain_commands,
     rejected_nodes,
     resume_commands,
 )
-from rackops.validate.slurm import NODE_MARK, RC_MARK, split_labelled, unusable
+from rackops.scheduler.slurm import unusable
+from rackops.validate.slurm import NODE_MARK, RC_MARK, split_labelled
 
 
 def culprit(kind: str, node: str, where: str, message: str) -> dict[str, Any]:

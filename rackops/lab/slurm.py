@@ -41,7 +41,7 @@ from pathlib import Path
 from rackops.lab.engine import LabError
 from rackops.lab.model import LabState
 from rackops.lab.nspawn import _run
-from rackops.validate.slurm import SlurmError, node_states
+from rackops.scheduler.slurm import SlurmError, node_states
 
 SOCKET = "/run/munge/rackops-lab.socket"
 CTL_ADDR = "198.19.64.1"  # the lab machine on the management bridge (nspawn.MGMT .1)

@@ -11,15 +11,16 @@ from rackops import __version__
 from rackops.errors import RackopsError
 from rackops.inventory import load_inventory
 from rackops.profiles import Profile, load_profile
+from rackops.scheduler.actions import apply, scheduler_of
+from rackops.scheduler.slurm import SlurmSettings, slurm_env
 from rackops.suites import load_suite
-from rackops.validate.actions import apply, scheduler_of
 from rackops.validate.executor import Executor
 from rackops.validate.localise import Verdict
 from rackops.validate.plan import Plan, make_plan
 from rackops.validate.report import actions, write_reports
 from rackops.validate.rundir import RunDir
 from rackops.validate.runner import Progress, Runner, _stderr, targets_from_inventory
-from rackops.validate.slurm import SlurmExecutor, SlurmSettings, slurm_env
+from rackops.validate.slurm import SlurmExecutor
 
 
 @dataclass

@@ -27,14 +27,14 @@ from rackops.errors import InputError
 from rackops.findings import Status
 from rackops.inventory import load_inventory
 from rackops.profiles import load_profile
-from rackops.suites import load_suite
-from rackops.validate.actions import (
+from rackops.scheduler.actions import (
     REASON_PREFIX,
     apply,
     drain_reason,
     slurm_drain,
     slurm_resume,
 )
+from rackops.suites import load_suite
 from rackops.validate.executor import Executor, Target
 from rackops.validate.local import LocalExecutor
 from rackops.validate.plan import make_plan
@@ -130,7 +130,7 @@ def node_check(
 
 def slurm_self_action(check: Health, env: Mapping[str, str]) -> str:
     """Drain this node with the failure as reason, or resume it if rackops drained it."""
-    from rackops.validate.slurm import SlurmError, node_states
+    from rackops.scheduler.slurm import SlurmError, node_states
 
     try:
         state, reason = node_states([check.node], env).get(check.node, ("unknown", ""))

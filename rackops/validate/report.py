@@ -381,7 +381,7 @@ def scheduler_of_run(run: RunDir) -> str:
 
 def actions(report: dict[str, Any], scheduler: str) -> list[list[str]]:
     """Drain/cordon commands for rejected nodes (printed; applied only when asked)."""
-    from rackops.validate.actions import drain_commands
+    from rackops.scheduler.actions import drain_commands
 
     return drain_commands(report, scheduler)
 

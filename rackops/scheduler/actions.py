@@ -108,7 +108,7 @@ def apply(cmds: Sequence[Sequence[str]], env: Mapping[str, str] | None = None) -
 
 def slurm_drained_by_us(nodes: Sequence[str], env: Mapping[str, str]) -> dict[str, str]:
     """{node: reason} of the nodes Slurm holds drained with a rackops reason."""
-    from rackops.validate.slurm import node_states
+    from rackops.scheduler.slurm import node_states
 
     out = {}
     for node, (state, reason) in node_states(nodes, env).items():
