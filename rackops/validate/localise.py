@@ -82,123 +82,181 @@ def _fails(rec: dict[str, Any], status: str = "FAIL") -> list[dict[str, Any]]:
     return [f for f in rec["findings"] if f["status"] == status]
 
 
-def localise(records: list[dict[str, Any]]) -> Verdict:
-    culprits: dict[tuple[Any, ...], Culprit] = {}
-    errors: list[dict[str, Any]] = []
-    warnings: list[dict[str, Any]] = []
-    unreachable = {r["node"] for r in records if r["kind"] == "unreachable"}
+Key = tuple[Any, ...]
+Link = tuple[dict[str, Any], str, dict[str, Any]]  # (pair meta, FAIL/OK, the record)
 
-    # 1. node checks
-    for rec in (r for r in records if r["kind"] == "node"):
-        for f in _fails(rec):
-            s = f["subject"]
-            if s.get("gpu") is not None:
-                key: tuple[Any, ...] = (s["node"], "gpu", s["gpu"])
-                kind = "gpu"
-            elif s.get("hca"):
-                key, kind = (s["node"], "hca", s["hca"]), "hca"
-            else:
-                key, kind = (s["node"], "node"), "node"
-            c = culprits.get(key)
-            if c is None:
-                c = culprits[key] = Culprit(
-                    kind,
+
+def localise(records: list[dict[str, Any]]) -> Verdict:
+    """Every record's findings, explained once each: the rules of the module docstring, in
+    their order, each a method of :class:`_Rules` for one kind of record."""
+    r = _Rules(records)
+    r.node_checks()
+    r.cabling()
+    r.peer_warnings()
+    r.route_errors()
+    r.pairs()
+    r.nccl()
+    return r.verdict()
+
+
+class _Rules:
+    def __init__(self, records: list[dict[str, Any]]) -> None:
+        self.records = records
+        self.culprits: dict[Key, Culprit] = {}
+        self.errors: list[dict[str, Any]] = []
+        self.warnings: list[dict[str, Any]] = []
+        self.unreachable = {r["node"] for r in records if r["kind"] == "unreachable"}
+        self.miswired: dict[tuple[str, str], Culprit] = {}
+        self.explained: set[str] = set()
+        # a pair test that could not run leaves its ends tested with one partner less
+        self.errored: dict[tuple[str, int], list[str]] = defaultdict(list)
+
+    def of_kind(self, kind: str) -> list[dict[str, Any]]:
+        return [r for r in self.records if r["kind"] == kind]
+
+    def _warn(self, rec: dict[str, Any]) -> None:
+        self.warnings += [{"step": rec["id"], **f} for f in _fails(rec, "WARN")]
+
+    # 1. a FAIL from a node's own checks: the most specific subject it names
+    def node_checks(self) -> None:
+        for rec in self.of_kind("node"):
+            for f in _fails(rec):
+                s = f["subject"]
+                if s.get("gpu") is not None:
+                    key: Key = (s["node"], "gpu", s["gpu"])
+                    kind = "gpu"
+                elif s.get("hca"):
+                    key, kind = (s["node"], "hca", s["hca"]), "hca"
+                else:
+                    key, kind = (s["node"], "node"), "node"
+                c = self.culprits.get(key)
+                if c is None:
+                    c = self.culprits[key] = Culprit(
+                        kind,
+                        s["node"],
+                        f["message"],
+                        f.get("remediation") or "",
+                        gpu=s.get("gpu"),
+                        hca=s.get("hca"),
+                        switch=s.get("switch"),
+                        switch_port=s.get("switch_port"),
+                    )
+                c.evidence.append({"step": rec["id"], **f})
+            self._warn(rec)
+
+    # 1b. cabling: one culprit per mistake; its ports' pair results are untrustworthy
+    def cabling(self) -> None:
+        for rec in self.of_kind("cabling"):
+            for f in _fails(rec):
+                s = f["subject"]
+                ends = (f.get("observed") or {}).get("ends", [])
+                c = Culprit(
+                    "cabling",
                     s["node"],
                     f["message"],
                     f.get("remediation") or "",
-                    gpu=s.get("gpu"),
                     hca=s.get("hca"),
                     switch=s.get("switch"),
                     switch_port=s.get("switch_port"),
+                    peer=ends[1] if len(ends) > 1 else None,
                 )
-            c.evidence.append({"step": rec["id"], **f})
-        warnings += [{"step": rec["id"], **f} for f in _fails(rec, "WARN")]
-    # 1b. cabling: one culprit per mistake; its ports' pair results are untrustworthy
-    miswired: dict[tuple[str, str], Culprit] = {}
-    for rec in (r for r in records if r["kind"] == "cabling"):
-        for f in _fails(rec):
-            s = f["subject"]
-            ends = (f.get("observed") or {}).get("ends", [])
-            c = Culprit(
-                "cabling",
-                s["node"],
-                f["message"],
-                f.get("remediation") or "",
-                hca=s.get("hca"),
-                switch=s.get("switch"),
-                switch_port=s.get("switch_port"),
-                peer=ends[1] if len(ends) > 1 else None,
-            )
-            c.evidence.append({"step": rec["id"], **f})
-            culprits[("cabling", s["node"], s.get("hca"))] = c
-            for node, hca in (f.get("observed") or {}).get("hcas", [[s["node"], s.get("hca")]]):
-                miswired[(node, hca)] = c
-        warnings += [{"step": rec["id"], **f} for f in _fails(rec, "WARN")]
-    for rec in (r for r in records if r["kind"] == "peers"):
-        warnings += [{"step": rec["id"], **f} for f in _fails(rec, "WARN")]
+                c.evidence.append({"step": rec["id"], **f})
+                self.culprits[("cabling", s["node"], s.get("hca"))] = c
+                hcas = (f.get("observed") or {}).get("hcas", [[s["node"], s.get("hca")]])
+                for node, hca in hcas:
+                    self.miswired[(node, hca)] = c
+            self._warn(rec)
 
-    def through_miswired(rec: dict[str, Any]) -> Culprit | None:
+    def peer_warnings(self) -> None:
+        for rec in self.of_kind("peers"):
+            self._warn(rec)
+
+    def through_miswired(self, rec: dict[str, Any]) -> Culprit | None:
         m = rec.get("meta", {})
         for end in ("server", "client"):
-            c = miswired.get((m.get(end), m.get(f"{end}_hca")))
+            c = self.miswired.get((m.get(end), m.get(f"{end}_hca")))
             if c is not None:
                 return c
         return None
 
-    node_culprits = {k[0] for k in culprits if k[0] != "cabling"}
-    bad_hca = {(k[0], k[2]) for k in culprits if k[1] == "hca"}
-    for rec in records:
-        for f in _fails(rec, "ERROR"):
-            node = rec.get("node")
-            m = rec.get("meta", {})
-            ends = [(m.get("server"), m.get("server_hca")), (m.get("client"), m.get("client_hca"))]
-            blamed = next((e for e in ends if e in bad_hca), None)
-            if rec["kind"] == "pair" and (wired := through_miswired(rec)) is not None:
-                wired.evidence.append({"step": rec["id"], "untrustworthy": True, **f})
-            elif rec["kind"] in ("node", "snapshot") and node in node_culprits:
-                first = next(c for k, c in culprits.items() if k[0] == node)
-                first.evidence.append({"step": rec["id"], **f})
-            elif rec["kind"] == "pair" and blamed is not None:
-                culprits[(blamed[0], "hca", blamed[1])].evidence.append({"step": rec["id"], **f})
-            elif rec["kind"] == "pair" and ({m.get("server"), m.get("client")} & unreachable):
-                continue  # explained by the unreachable node
-            else:
-                errors.append({"step": rec["id"], **f})
+    # 2. ERRORs: evidence for a culprit they touch, set aside when explained, else errors
+    def route_errors(self) -> None:
+        node_culprits = {k[0] for k in self.culprits if k[0] != "cabling"}
+        bad_hca = {(k[0], k[2]) for k in self.culprits if k[1] == "hca"}
+        for rec in self.records:
+            for f in _fails(rec, "ERROR"):
+                node = rec.get("node")
+                m = rec.get("meta", {})
+                ends = [
+                    (m.get("server"), m.get("server_hca")),
+                    (m.get("client"), m.get("client_hca")),
+                ]
+                blamed = next((e for e in ends if e in bad_hca), None)
+                wired = self.through_miswired(rec) if rec["kind"] == "pair" else None
+                if wired is not None:
+                    wired.evidence.append({"step": rec["id"], "untrustworthy": True, **f})
+                elif rec["kind"] in ("node", "snapshot") and node in node_culprits:
+                    first = next(c for k, c in self.culprits.items() if k[0] == node)
+                    first.evidence.append({"step": rec["id"], **f})
+                elif rec["kind"] == "pair" and blamed is not None:
+                    key = (blamed[0], "hca", blamed[1])
+                    self.culprits[key].evidence.append({"step": rec["id"], **f})
+                elif rec["kind"] == "pair" and (
+                    {m.get("server"), m.get("client")} & self.unreachable
+                ):
+                    continue  # explained by the unreachable node
+                else:
+                    self.errors.append({"step": rec["id"], **f})
 
-    # 2. pairs not explained by node-level culprits
-    whole_nodes = {k[0] for k in culprits if k[1] == "node"} | unreachable
-    links = []
-    errored: dict[tuple[str, int], list[str]] = defaultdict(list)
-    for rec in (r for r in records if r["kind"] == "pair"):
-        m = rec["meta"]
-        if {m["server"], m["client"]} & whole_nodes:
-            continue
-        if (m["server"], m["server_hca"]) in bad_hca or (m["client"], m["client_hca"]) in bad_hca:
-            continue
-        wired = through_miswired(rec)
-        if wired is not None:  # measured through a miswired port: says nothing of the HCA
-            wired.evidence.append({**_pair_evidence(rec), "untrustworthy": True})
-            continue
-        status = "FAIL" if _fails(rec) else ("ERROR" if _fails(rec, "ERROR") else "OK")
-        if status == "ERROR":  # already in errors; its ends are tested with one partner less
-            errored[(m["server"], m["rail"])].append(m["client"])
-            errored[(m["client"], m["rail"])].append(m["server"])
-            continue
-        links.append((m, status, rec))
-    explained: set[str] = set()
-    # Bandwidth and latency are judged each among their own kind of test: a link that
-    # fails both is one link, and a leaf or node that is slow is not hidden by passing
-    # latency tests.
-    all_links = links
-    for metric in sorted({_metric(rec) for _m, _s, rec in all_links}):
-        links = [x for x in all_links if _metric(x[2]) == metric]
-        per_end: dict[tuple[str, int], list[tuple[str, bool, dict[str, Any]]]] = defaultdict(list)
-        for m, status, rec in links:
-            is_fail = status == "FAIL"
-            per_end[(m["server"], m["rail"])].append((m["client"], is_fail, rec))
-            per_end[(m["client"], m["rail"])].append((m["server"], is_fail, rec))
+    def pair_links(self) -> list[Link]:
+        """The pair results not explained by node-level culprits or miswiring."""
+        whole_nodes = {k[0] for k in self.culprits if k[1] == "node"} | self.unreachable
+        bad_hca = {(k[0], k[2]) for k in self.culprits if k[1] == "hca"}
+        links: list[Link] = []
+        for rec in self.of_kind("pair"):
+            m = rec["meta"]
+            if {m["server"], m["client"]} & whole_nodes:
+                continue
+            if (m["server"], m["server_hca"]) in bad_hca or (
+                m["client"],
+                m["client_hca"],
+            ) in bad_hca:
+                continue
+            wired = self.through_miswired(rec)
+            if wired is not None:  # measured through a miswired port: says nothing of the HCA
+                wired.evidence.append({**_pair_evidence(rec), "untrustworthy": True})
+                continue
+            status = "FAIL" if _fails(rec) else ("ERROR" if _fails(rec, "ERROR") else "OK")
+            if status == "ERROR":  # already in errors; its ends are tested with one less
+                self.errored[(m["server"], m["rail"])].append(m["client"])
+                self.errored[(m["client"], m["rail"])].append(m["server"])
+                continue
+            links.append((m, status, rec))
+        return links
 
-        # 3. leaf: every link on a rail fails
+    def pairs(self) -> None:
+        # Bandwidth and latency are judged each among their own kind of test: a link that
+        # fails both is one link, and a leaf or node that is slow is not hidden by passing
+        # latency tests.
+        all_links = self.pair_links()
+        for metric in sorted({_metric(rec) for _m, _s, rec in all_links}):
+            links = [x for x in all_links if _metric(x[2]) == metric]
+            per_end: dict[tuple[str, int], list[tuple[str, bool, dict[str, Any]]]]
+            per_end = defaultdict(list)
+            for m, status, rec in links:
+                is_fail = status == "FAIL"
+                per_end[(m["server"], m["rail"])].append((m["client"], is_fail, rec))
+                per_end[(m["client"], m["rail"])].append((m["server"], is_fail, rec))
+            self.leaf_rule(links, per_end)
+            self.node_rule(per_end)
+            self.hca_rule(per_end)
+            self.shared_end_rule(links)
+        self.single_links(all_links)
+        for _m, _status, rec in all_links:
+            self._warn(rec)
+
+    # 3. leaf: every link on a rail fails
+    def leaf_rule(self, links: list[Link], per_end: dict[tuple[str, int], list[Any]]) -> None:
         by_rail: dict[int, list[tuple[bool, dict[str, Any]]]] = defaultdict(list)
         for m, status, rec in links:
             by_rail[m["rail"]].append((status == "FAIL", rec))
@@ -214,13 +272,16 @@ def localise(records: list[dict[str, Any]]) -> Verdict:
                     switch=leaf,
                 )
                 c.evidence = [_pair_evidence(r) for _, r in rail_links]
-                culprits.setdefault(("leaf", rail), c)
-                explained |= {r["id"] for _, r in rail_links}
+                self.culprits.setdefault(("leaf", rail), c)
+                self.explained |= {r["id"] for _, r in rail_links}
 
-        # 4. node failing with most partners on most rails
+    # 4. node failing with most partners on most rails
+    def node_rule(self, per_end: dict[tuple[str, int], list[Any]]) -> None:
         rails = sorted({e[1] for e in per_end})
         for node in sorted({e[0] for e in per_end}):
-            bad_rails = [r for r in rails if _mostly_failing(per_end.get((node, r), []), explained)]
+            bad_rails = [
+                r for r in rails if _mostly_failing(per_end.get((node, r), []), self.explained)
+            ]
             if rails and len(bad_rails) > len(rails) / 2:
                 node_fails = [x for r in rails for x in per_end.get((node, r), []) if x[1]]
                 c = Culprit(
@@ -231,26 +292,25 @@ def localise(records: list[dict[str, Any]]) -> Verdict:
                     "frequency): check lspci link status, mlnx_tune, BIOS settings",
                 )
                 c.evidence = [_pair_evidence(rec) for _, _, rec in node_fails]
-                culprits.setdefault((node, "node"), c)
-                explained |= {rec["id"] for _, _, rec in node_fails}
+                self.culprits.setdefault((node, "node"), c)
+                self.explained |= {rec["id"] for _, _, rec in node_fails}
 
-        # 5. HCA/cable failing with at least two partners, half or more of them (bandwidth and
-        #    latency each counted among their own kind of test)
+    # 5. HCA/cable failing with at least two partners, half or more of them
+    def hca_rule(self, per_end: dict[tuple[str, int], list[Any]]) -> None:
         for (node, rail), items in sorted(per_end.items()):
-            live_all = [x for x in items if x[2]["id"] not in explained]
+            live_all = [x for x in items if x[2]["id"] not in self.explained]
             for metric in sorted({_metric(x[2]) for x in live_all if x[1]}):
                 live = [x for x in live_all if _metric(x[2]) == metric]
                 failed = [x for x in live if x[1]]
                 if len({x[0] for x in failed}) < 2 or len(failed) * 2 < len(live):
                     continue
-                rec0 = failed[0][2]
-                m = rec0["meta"]
+                m = failed[0][2]["meta"]
                 side = "server" if m["server"] == node else "client"
                 sw, port = m[f"{side}_switch_port"].split(maxsplit=1)
                 hca = m[f"{side}_hca"]
                 partners = ", ".join(sorted({x[0] for x in failed}))
                 what, fix = _symptom([x[2] for x in failed])
-                c = culprits.get((node, "hca", hca)) or Culprit(
+                c = self.culprits.get((node, "hca", hca)) or Culprit(
                     "hca",
                     node,
                     f"{node}/{hca} (rail {rail}) {what} in {len(failed)} of {len(live)} tests "
@@ -261,14 +321,15 @@ def localise(records: list[dict[str, Any]]) -> Verdict:
                     switch_port=port,
                 )
                 c.evidence += [_pair_evidence(x[2]) for x in failed]
-                culprits[(node, "hca", hca)] = c
-                explained |= {x[2]["id"] for x in failed}
+                self.culprits[(node, "hca", hca)] = c
+                self.explained |= {x[2]["id"] for x in failed}
 
-        # 5b. one end shared by several failing links (slow only with some partners): that end
+    # 5b. one end shared by several failing links (slow only with some partners): that end
+    def shared_end_rule(self, links: list[Link]) -> None:
         open_fails = {
             rec["id"]: rec
             for _m, status, rec in links
-            if status == "FAIL" and rec["id"] not in explained
+            if status == "FAIL" and rec["id"] not in self.explained
         }
         ends = {
             i: ((r["meta"]["server"], r["meta"]["rail"]), (r["meta"]["client"], r["meta"]["rail"]))
@@ -296,59 +357,64 @@ def localise(records: list[dict[str, Any]]) -> Verdict:
                 switch_port=port,
             )
             c.evidence = [_pair_evidence(r) for r in recs]
-            culprits.setdefault((node, "hca", hca), c)
-            explained |= {r["id"] for r in recs}
+            self.culprits.setdefault((node, "hca", hca), c)
+            self.explained |= {r["id"] for r in recs}
 
     # 6. what is left: single links, judged once every metric has had its say
-    for m, status, rec in all_links:
-        if status != "FAIL" or rec["id"] in explained:
-            continue
-        ends = [(m["server"], m["server_hca"]), (m["client"], m["client_hca"])]
-        owner = next((culprits[(n, "hca", h)] for n, h in ends if (n, "hca", h) in culprits), None)
-        if owner is not None:  # an end already blamed (by the other metric): its evidence
-            owner.evidence.append(_pair_evidence(rec))
-            continue
-        gaps = {n: errored[(n, m["rail"])] for n, _ in ends if errored.get((n, m["rail"]))}
-        if gaps:  # an end lost a test: one failing partner may be all it had left
-            errors.append(_suspect(rec, gaps))
-            continue
-        c = _link_culprit(m)
-        c.evidence = [_pair_evidence(rec)]
-        # a link failing bandwidth and latency is one link
-        key = ("link", *sorted((m["server"], m["client"])), m["rail"])
-        if key in culprits:
-            culprits[key].evidence += c.evidence
-        else:
-            culprits[key] = c
+    def single_links(self, all_links: list[Link]) -> None:
+        for m, status, rec in all_links:
+            if status != "FAIL" or rec["id"] in self.explained:
+                continue
+            ends = [(m["server"], m["server_hca"]), (m["client"], m["client_hca"])]
+            owner = next(
+                (self.culprits[(n, "hca", h)] for n, h in ends if (n, "hca", h) in self.culprits),
+                None,
+            )
+            if owner is not None:  # an end already blamed (by the other metric): its evidence
+                owner.evidence.append(_pair_evidence(rec))
+                continue
+            gaps = {
+                n: self.errored[(n, m["rail"])] for n, _ in ends if self.errored.get((n, m["rail"]))
+            }
+            if gaps:  # an end lost a test: one failing partner may be all it had left
+                self.errors.append(_suspect(rec, gaps))
+                continue
+            c = _link_culprit(m)
+            c.evidence = [_pair_evidence(rec)]
+            # a link failing bandwidth and latency is one link
+            key = ("link", *sorted((m["server"], m["client"])), m["rail"])
+            if key in self.culprits:
+                self.culprits[key].evidence += c.evidence
+            else:
+                self.culprits[key] = c
 
     # multi-node NCCL
-    for rec in (r for r in records if r["kind"] == "nccl"):
-        fails = _fails(rec)
-        if fails:
-            c = Culprit(
-                "nccl",
-                rec.get("node"),
-                fails[0]["message"],
-                fails[0].get("remediation") or "",
-                evidence=[{"step": rec["id"], **f} for f in fails],
-            )
-            culprits[("nccl", rec["id"])] = c
-        warnings += [{"step": rec["id"], **f} for f in _fails(rec, "WARN")]
-    for _m, _status, rec in all_links:
-        warnings += [{"step": rec["id"], **f} for f in _fails(rec, "WARN")]
+    def nccl(self) -> None:
+        for rec in self.of_kind("nccl"):
+            fails = _fails(rec)
+            if fails:
+                self.culprits[("nccl", rec["id"])] = Culprit(
+                    "nccl",
+                    rec.get("node"),
+                    fails[0]["message"],
+                    fails[0].get("remediation") or "",
+                    evidence=[{"step": rec["id"], **f} for f in fails],
+                )
+            self._warn(rec)
 
-    # A stable order, whatever order the steps finished in (a resumed run reports the same).
-    def order(c: Culprit) -> tuple[str, str, int, str, str]:
-        return (c.node or "", c.kind, -1 if c.gpu is None else c.gpu, c.hca or "", c.message)
+    def verdict(self) -> Verdict:
+        # A stable order, whatever order the steps finished in (a resumed run reports the same).
+        def order(c: Culprit) -> tuple[str, str, int, str, str]:
+            return (c.node or "", c.kind, -1 if c.gpu is None else c.gpu, c.hca or "", c.message)
 
-    def by_step(f: dict[str, Any]) -> tuple[str, str, str]:
-        return (f.get("subject", {}).get("node") or "", f["code"], f["step"])
+        def by_step(f: dict[str, Any]) -> tuple[str, str, str]:
+            return (f.get("subject", {}).get("node") or "", f["code"], f["step"])
 
-    return Verdict(
-        sorted(culprits.values(), key=order),
-        sorted(errors, key=by_step),
-        sorted(warnings, key=by_step),
-    )
+        return Verdict(
+            sorted(self.culprits.values(), key=order),
+            sorted(self.errors, key=by_step),
+            sorted(self.warnings, key=by_step),
+        )
 
 
 CABLE_FIX = (
