@@ -12,7 +12,7 @@ import sys
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rackops import __version__
 from rackops.errors import ExitCode, InputError, RackopsError
@@ -426,14 +426,7 @@ def _allow_lookups(p: argparse.ArgumentParser) -> None:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog="rackops",
-        description="Provision, render and validate a rack of GPU servers from one inventory.",
-    )
-    parser.add_argument("--version", action="version", version=f"rackops {__version__}")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+def _add_lint(sub: Any) -> None:
 
     lint = sub.add_parser(
         "lint",
@@ -447,6 +440,8 @@ def build_parser() -> argparse.ArgumentParser:
     _allow_lookups(lint)
     lint.set_defaults(func=_cmd_lint)
 
+
+def _add_parse(sub: Any) -> None:
     from rackops.tools import parsed_tools
 
     tools = parsed_tools()
@@ -465,6 +460,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parse.set_defaults(func=_cmd_parse)
 
+
+def _add_check(sub: Any) -> None:
+    from rackops.tools import parsed_tools
+
+    tools = parsed_tools()
     check = sub.add_parser(
         "check",
         help="evaluate one captured output against a hardware profile and print findings",
@@ -480,6 +480,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--format", choices=("text", "json"), default="text")
     check.set_defaults(func=_cmd_check)
 
+
+def _add_lab(sub: Any) -> None:
     labp = sub.add_parser(
         "lab",
         help="a rack of real SSH targets in containers with simulated GPUs and HCAs",
@@ -541,6 +543,8 @@ def build_parser() -> argparse.ArgumentParser:
     labp.add_argument("--purge", action="store_true", help="down: also remove the images")
     labp.set_defaults(func=_cmd_lab)
 
+
+def _add_validate(sub: Any) -> None:
     val = sub.add_parser(
         "validate",
         help="run the acceptance suite across the rack and name what to fix",
@@ -580,6 +584,8 @@ def build_parser() -> argparse.ArgumentParser:
     val.add_argument("--exclusive", action="store_true", help="slurm: allocate whole nodes")
     val.set_defaults(func=_cmd_validate)
 
+
+def _add_resume_nodes(sub: Any) -> None:
     res = sub.add_parser(
         "resume-nodes",
         help="give back the nodes a later run accepted (undrain, uncordon what rackops did)",
@@ -591,6 +597,8 @@ def build_parser() -> argparse.ArgumentParser:
     res.add_argument("--dry-run", action="store_true", help="print the commands only")
     res.set_defaults(func=_cmd_resume_nodes)
 
+
+def _add_node_check(sub: Any) -> None:
     nc = sub.add_parser(
         "node-check",
         help="this node checks itself (Slurm HealthCheckProgram, prolog/epilog)",
@@ -607,6 +615,8 @@ def build_parser() -> argparse.ArgumentParser:
     nc.add_argument("-v", "--verbose", action="store_true", help="say so when healthy too")
     nc.set_defaults(func=_cmd_node_check)
 
+
+def _add_render(sub: Any) -> None:
     ren = sub.add_parser(
         "render",
         help="render switch QoS/MTU configs and the host side of the same intent",
@@ -630,6 +640,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ren.set_defaults(func=_cmd_render)
 
+
+def _add_provision(sub: Any) -> None:
     prov = sub.add_parser(
         "provision",
         help="run playbooks/provision.yml (OFED, driver stack, GPU Operator prerequisites)",
@@ -642,10 +654,39 @@ def build_parser() -> argparse.ArgumentParser:
     )
     prov.set_defaults(func=_cmd_provision)
 
+
+def _add_report(sub: Any) -> None:
     rep = sub.add_parser("report", help="regenerate the reports of a run directory")
     rep.add_argument("run_dir")
     rep.add_argument("--format", choices=("text", "json"), default="text")
     rep.set_defaults(func=_cmd_report)
+
+
+# the subcommands, in the order --help lists them
+COMMANDS: tuple[Callable[[Any], None], ...] = (
+    _add_lint,
+    _add_parse,
+    _add_check,
+    _add_lab,
+    _add_validate,
+    _add_resume_nodes,
+    _add_node_check,
+    _add_render,
+    _add_provision,
+    _add_report,
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="rackops",
+        description="Provision, render and validate a rack of GPU servers from one inventory.",
+    )
+    parser.add_argument("--version", action="version", version=f"rackops {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for add in COMMANDS:
+        add(sub)
     return parser
 
 
