@@ -148,6 +148,21 @@ CABLE_FIX = (
 )
 
 
+@dataclass(frozen=True)
+class _Grew:
+    """What grew on one port between its two snapshots, and what it is judged against."""
+
+    d: dict[str, int]
+    after: PortSample
+    subj: Subject
+    phy: PhyThresholds
+    interval_s: float
+    names: dict[str, str]
+    ends: str
+    fix: str
+    line_bits: float  # bits on the wire in the interval (a BER's denominator)
+
+
 def judge_counters(
     before: PortSample,
     after: PortSample,
@@ -160,16 +175,12 @@ def judge_counters(
     """Findings on what grew between the two snapshots of one port. Bit error rates are per
     *line* bit (the link's rate × the interval: FEC and the PCS see every bit on the wire,
     traffic or idle), falling back to the payload received when the rate is unknown."""
-    names = IB_NAMES if after.family == "ib" else ROCE_NAMES
-    ends = _end_to_end(subj)
-    fix = CABLE_FIX.format(ends=ends)
-    out: list[Finding] = []
     d = {k: after.counters[k] - before.counters[k] for k in after.counters if k in before.counters}
     report.delta.update(d)
     report.absolute.update(after.counters)
     wrapped = [k for k, v in d.items() if v < 0]
     if wrapped:  # a counter reset (or wrapped) between the snapshots: the delta says nothing
-        out.append(
+        return [
             Finding(
                 "PHY-009",
                 Status.WARN,
@@ -178,189 +189,257 @@ def judge_counters(
                 "someone cleared them during the run; not judged",
                 remediation="do not clear port counters during an acceptance run",
             )
-        )
-        return out
-    unseen = sorted(set(after.counters) - set(before.counters))
-    if unseen:  # exposed after the run only: what grew is unknown, never a pass
-        names_unseen = ", ".join(names.get(k, k) for k in unseen)
-        out.append(
-            Finding(
-                "PHY-009",
-                Status.WARN,
-                subj,
-                f"not in the snapshot before the run, so not judged: {names_unseen}",
-                remediation="rerun; if it persists, the first read was cut off",
-            )
-        )
-    if after.missing:
-        out.append(
-            Finding(
-                "PHY-009",
-                Status.WARN,
-                subj,
-                f"not exposed by this host, so not judged: {', '.join(after.missing)}",
-                remediation="a driver/firmware/perfquery that reports these counters "
-                "(MLNX_OFED/DOCA mlx5, rdma-core >= 29), or PFC on the lossless priority",
-            )
-        )
-    if after.saturated:
-        out.append(
-            Finding(
-                "PHY-009",
-                Status.WARN,
-                subj,
-                f"saturated at their width's maximum, delta unknown: {', '.join(after.saturated)}",
-                remediation="read the 64-bit extended counters (perfquery -x) or clear them "
-                "before the run",
-            )
-        )
+        ]
     # bits received while the rack was under load (PortRcvData counts 4-octet words), and the
     # bits on the wire in the interval, which is what a BER is counted against
     rx_bits = 32 * d.get("rx_words", 0) if after.family == "ib" else 8 * d.get("rx_bytes", 0)
     line_bits = line_gbps * 1e9 * interval_s if line_gbps > 0 and interval_s > 0 else rx_bits
+    ends = _end_to_end(subj)
+    g = _Grew(
+        d,
+        after,
+        subj,
+        phy,
+        interval_s,
+        IB_NAMES if after.family == "ib" else ROCE_NAMES,
+        ends,
+        CABLE_FIX.format(ends=ends),
+        line_bits,
+    )
+    return [f for rule in COUNTER_RULES for f in rule(g, before)]
 
-    # flaps: the link went down or retrained while the rack was under load
+
+def _unjudged(g: _Grew, before: PortSample) -> list[Finding]:
+    """Counters that cannot be judged: new after the run, not exposed, or saturated."""
+    out = []
+    unseen = sorted(set(g.after.counters) - set(before.counters))
+    if unseen:  # exposed after the run only: what grew is unknown, never a pass
+        names_unseen = ", ".join(g.names.get(k, k) for k in unseen)
+        out.append(
+            Finding(
+                "PHY-009",
+                Status.WARN,
+                g.subj,
+                f"not in the snapshot before the run, so not judged: {names_unseen}",
+                remediation="rerun; if it persists, the first read was cut off",
+            )
+        )
+    if g.after.missing:
+        out.append(
+            Finding(
+                "PHY-009",
+                Status.WARN,
+                g.subj,
+                f"not exposed by this host, so not judged: {', '.join(g.after.missing)}",
+                remediation="a driver/firmware/perfquery that reports these counters "
+                "(MLNX_OFED/DOCA mlx5, rdma-core >= 29), or PFC on the lossless priority",
+            )
+        )
+    if g.after.saturated:
+        out.append(
+            Finding(
+                "PHY-009",
+                Status.WARN,
+                g.subj,
+                f"saturated at their width's maximum, delta unknown: "
+                f"{', '.join(g.after.saturated)}",
+                remediation="read the 64-bit extended counters (perfquery -x) or clear them "
+                "before the run",
+            )
+        )
+    return out
+
+
+def _flaps(g: _Grew, _before: PortSample) -> list[Finding]:
+    """The link went down or retrained while the rack was under load."""
+    out = []
     for key, limit in (
-        ("link_downed", phy.link_downed_max),
-        ("link_recovery", phy.link_error_recovery_max),
+        ("link_downed", g.phy.link_downed_max),
+        ("link_recovery", g.phy.link_error_recovery_max),
     ):
-        if key in d and d[key] > limit:
+        if key in g.d and g.d[key] > limit:
             out.append(
                 Finding(
                     "PHY-007",
                     Status.FAIL,
-                    subj,
-                    f"link flapped: {names.get(key, key)} +{d[key]} during the run "
-                    f"(now {after.counters[key]}); {ends}",
-                    {"delta": d[key], "absolute": after.counters[key]},
+                    g.subj,
+                    f"link flapped: {g.names.get(key, key)} +{g.d[key]} during the run "
+                    f"(now {g.after.counters[key]}); {g.ends}",
+                    {"delta": g.d[key], "absolute": g.after.counters[key]},
                     limit,
                     "events",
-                    fix,
+                    g.fix,
                 )
             )
-    # uncorrectable symbol errors per bit received
-    se = d.get("symbol_errors", 0)
-    rate = se / line_bits if line_bits else float("inf")
-    if se > 0 and rate > phy.symbol_error_ber_max:
-        out.append(
-            Finding(
-                "PHY-001",
-                Status.FAIL,
-                subj,
-                f"{names['symbol_errors']} +{se} under load ({_ber(rate)} per line bit, "
-                f"limit {phy.symbol_error_ber_max:g}); {ends}",
-                {
-                    "delta": se,
-                    "per_bit": None if not line_bits else rate,
-                    "absolute": after.counters["symbol_errors"],
-                },
-                phy.symbol_error_ber_max,
-                "errors/bit",
-                fix,
-            )
+    return out
+
+
+def _symbol_errors(g: _Grew, _before: PortSample) -> list[Finding]:
+    """Uncorrectable symbol errors per line bit."""
+    se = g.d.get("symbol_errors", 0)
+    rate = se / g.line_bits if g.line_bits else float("inf")
+    if not (se > 0 and rate > g.phy.symbol_error_ber_max):
+        return []
+    return [
+        Finding(
+            "PHY-001",
+            Status.FAIL,
+            g.subj,
+            f"{g.names['symbol_errors']} +{se} under load ({_ber(rate)} per line bit, "
+            f"limit {g.phy.symbol_error_ber_max:g}); {g.ends}",
+            {
+                "delta": se,
+                "per_bit": None if not g.line_bits else rate,
+                "absolute": g.after.counters["symbol_errors"],
+            },
+            g.phy.symbol_error_ber_max,
+            "errors/bit",
+            g.fix,
         )
-    # errors FEC corrected (RoCE): the raw BER FEC still hides
-    cb = d.get("corrected_bits", 0)
-    if line_bits and cb / line_bits > phy.raw_ber_max:
-        out.append(
-            Finding(
-                "PHY-002",
-                Status.FAIL,
-                subj,
-                f"pre-FEC BER {_ber(cb / line_bits)} ({names['corrected_bits']} +{cb} over "
-                f"{line_bits:.3g} line bits) above {phy.raw_ber_max:g}: FEC still hides it; {ends}",
-                cb / line_bits,
-                phy.raw_ber_max,
-                "BER",
-                fix,
-            )
+    ]
+
+
+def _raw_ber(g: _Grew, _before: PortSample) -> list[Finding]:
+    """Errors FEC corrected (RoCE): the raw BER FEC still hides."""
+    cb = g.d.get("corrected_bits", 0)
+    if not (g.line_bits and cb / g.line_bits > g.phy.raw_ber_max):
+        return []
+    return [
+        Finding(
+            "PHY-002",
+            Status.FAIL,
+            g.subj,
+            f"pre-FEC BER {_ber(cb / g.line_bits)} ({g.names['corrected_bits']} +{cb} over "
+            f"{g.line_bits:.3g} line bits) above {g.phy.raw_ber_max:g}: FEC still hides it; "
+            f"{g.ends}",
+            cb / g.line_bits,
+            g.phy.raw_ber_max,
+            "BER",
+            g.fix,
         )
-    bad = {k: d[k] for k in (*PORT_ERRORS, "crc_errors") if d.get(k, 0) > phy.port_errors_max}
-    if bad:
-        what = ", ".join(f"{names.get(k, k)} +{v}" for k, v in bad.items())
-        out.append(
-            Finding(
-                "PHY-004",
-                Status.FAIL,
-                subj,
-                f"port errors grew under load: {what}; {ends}",
-                bad,
-                phy.port_errors_max,
-                "errors",
-                fix,
-            )
+    ]
+
+
+def _port_errors(g: _Grew, _before: PortSample) -> list[Finding]:
+    keys = (*PORT_ERRORS, "crc_errors")
+    bad = {k: g.d[k] for k in keys if g.d.get(k, 0) > g.phy.port_errors_max}
+    if not bad:
+        return []
+    what = ", ".join(f"{g.names.get(k, k)} +{v}" for k, v in bad.items())
+    return [
+        Finding(
+            "PHY-004",
+            Status.FAIL,
+            g.subj,
+            f"port errors grew under load: {what}; {g.ends}",
+            bad,
+            g.phy.port_errors_max,
+            "errors",
+            g.fix,
         )
-    remote = d.get("remote_phys_errors", 0)
-    if remote > 0:  # packets already marked bad upstream: another link's fault, not this cable
-        out.append(
-            Finding(
-                "PHY-016",
-                Status.WARN,
-                subj,
-                f"{names['remote_phys_errors']} +{remote}: packets arrived already marked bad "
-                "by an upstream link (not this cable)",
-                remote,
-                0,
-                "packets",
-                "look for the failing inter-switch link on the path (spine/leaf counters)",
-            )
+    ]
+
+
+def _remote(g: _Grew, _before: PortSample) -> list[Finding]:
+    """Packets already marked bad upstream: another link's fault, not this cable."""
+    remote = g.d.get("remote_phys_errors", 0)
+    if remote <= 0:
+        return []
+    return [
+        Finding(
+            "PHY-016",
+            Status.WARN,
+            g.subj,
+            f"{g.names['remote_phys_errors']} +{remote}: packets arrived already marked bad "
+            "by an upstream link (not this cable)",
+            remote,
+            0,
+            "packets",
+            "look for the failing inter-switch link on the path (spine/leaf counters)",
         )
+    ]
+
+
+def _discards(g: _Grew, _before: PortSample) -> list[Finding]:
+    out = []
     for key, dir_pkts in (("xmit_discards", "tx_pkts"), ("rx_discards", "rx_pkts")):
-        pkts = d.get(dir_pkts, 0)
-        if d.get(key, 0) > 0 and pkts and 100.0 * d[key] / pkts > phy.discard_pct_max:
+        pkts = g.d.get(dir_pkts, 0)
+        if g.d.get(key, 0) > 0 and pkts and 100.0 * g.d[key] / pkts > g.phy.discard_pct_max:
             out.append(
                 Finding(
                     "PHY-005",
                     Status.FAIL,
-                    subj,
-                    f"{names[key]} +{d[key]} = {100.0 * d[key] / pkts:.3f} % of packets "
-                    f"(limit {phy.discard_pct_max:g} %); {ends}",
-                    d[key],
-                    phy.discard_pct_max,
+                    g.subj,
+                    f"{g.names[key]} +{g.d[key]} = {100.0 * g.d[key] / pkts:.3f} % of packets "
+                    f"(limit {g.phy.discard_pct_max:g} %); {g.ends}",
+                    g.d[key],
+                    g.phy.discard_pct_max,
                     "%",
                     "drops on a lossless fabric: check PFC on both ends (C-12/C-13), the "
                     "switch buffer profile and the port's congestion",
                 )
             )
-    if (
-        d.get("out_of_buffer", 0) > 0
-        and pkts
-        and 100.0 * d["out_of_buffer"] / pkts > phy.discard_pct_max
-    ):
-        out.append(
-            Finding(
-                "PHY-005",
-                Status.WARN,
-                subj,
-                f"rx_out_of_buffer +{d['out_of_buffer']}: the host did not post receive "
-                "buffers fast enough (a host issue, not the cable)",
-                d["out_of_buffer"],
-                phy.discard_pct_max,
-                "%",
-                "check the receiving process's CPU/NUMA placement and ring sizes",
-            )
+    return out
+
+
+def _out_of_buffer(g: _Grew, _before: PortSample) -> list[Finding]:
+    """Receive buffers the host did not post in time, per packet received."""
+    pkts = g.d.get("rx_pkts", 0)
+    oob = g.d.get("out_of_buffer", 0)
+    if not (oob > 0 and pkts and 100.0 * oob / pkts > g.phy.discard_pct_max):
+        return []
+    return [
+        Finding(
+            "PHY-005",
+            Status.WARN,
+            g.subj,
+            f"rx_out_of_buffer +{oob}: the host did not post receive "
+            "buffers fast enough (a host issue, not the cable)",
+            oob,
+            g.phy.discard_pct_max,
+            "%",
+            "check the receiving process's CPU/NUMA placement and ring sizes",
         )
-    # pause storms on the lossless priorities
-    for key, v in d.items():
-        if key.startswith("pause_") and "_us_" in key and interval_s > 0:
-            pct = 100.0 * v / 1e6 / interval_s
-            if pct > phy.pause_time_pct_max:
+    ]
+
+
+def _pause_storms(g: _Grew, _before: PortSample) -> list[Finding]:
+    """Pause time on the lossless priorities, as a share of the run."""
+    out = []
+    for key, v in g.d.items():
+        if key.startswith("pause_") and "_us_" in key and g.interval_s > 0:
+            pct = 100.0 * v / 1e6 / g.interval_s
+            if pct > g.phy.pause_time_pct_max:
                 direction, prio = key.split("_")[1], key.rsplit("_p", 1)[1]
                 out.append(
                     Finding(
                         "PHY-006",
                         Status.FAIL,
-                        subj,
+                        g.subj,
                         f"priority {prio} paused {pct:.1f} % of the run ({direction}: "
-                        f"{v / 1e6:.2f} s of {interval_s:.0f} s): a pause storm; {ends}",
+                        f"{v / 1e6:.2f} s of {g.interval_s:.0f} s): a pause storm; {g.ends}",
                         pct,
-                        phy.pause_time_pct_max,
+                        g.phy.pause_time_pct_max,
                         "%",
                         "find the port that cannot drain (a stuck receiver, a slow HCA, PFC "
                         "on the wrong priority); the PFC watchdog should act on it",
                     )
                 )
     return out
+
+
+# the counter rules, in the order their findings are listed
+COUNTER_RULES = (
+    _unjudged,
+    _flaps,
+    _symbol_errors,
+    _raw_ber,
+    _port_errors,
+    _remote,
+    _discards,
+    _out_of_buffer,
+    _pause_storms,
+)
 
 
 def judge_state(state: str | None, subj: Subject) -> list[Finding]:
