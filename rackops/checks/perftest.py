@@ -23,33 +23,8 @@ def check_perftest(
     message_size_bytes: int | None = None,
 ) -> list[Finding]:
     subj = subject or Subject(hca=parsed.device)
-    t = profile.thresholds
     if parsed.errors:
-        text = "; ".join(parsed.errors)
-        data_path = ("status", "completion", "modify qp", "connect the hca", "retry")
-        if any(_CONNECT.search(e) for e in parsed.errors) or (
-            not parsed.rows and not any(k in e.lower() for e in parsed.errors for k in data_path)
-        ):
-            return [
-                Finding(
-                    "PERF-000",
-                    Status.ERROR,
-                    subj,
-                    f"{parsed.test or 'perftest'} did not run: {text}",
-                    remediation="check the server side was started with the same "
-                    "options, the port is free and the address reachable",
-                )
-            ]
-        return [
-            Finding(
-                "PERF-004",
-                Status.FAIL,
-                subj,
-                f"{parsed.test or 'perftest'} failed on the data path: {text}",
-                remediation="transport retries exceeded: check the cable and switch "
-                "port counters (symbol errors, link downed) of both ends",
-            )
-        ]
+        return [_errors(parsed, subj)]
     if not parsed.complete or not parsed.rows:
         return [
             Finding(
@@ -91,54 +66,78 @@ def check_perftest(
             )
         )
     if isinstance(row, BwRow):
-        floor = t.ib_write_bw_bidir_gbps_min if parsed.bidirectional else t.ib_write_bw_gbps_min
-        what = "bidirectional BW (sum of both directions)" if parsed.bidirectional else "BW"
-        if row.bw_avg_gbps < floor:
-            out.append(
-                Finding(
-                    "PERF-001",
-                    Status.FAIL,
-                    subj,
-                    f"{what} {row.bw_avg_gbps:.2f} Gb/s at {size} B < floor {floor:g} Gb/s",
-                    row.bw_avg_gbps,
-                    floor,
-                    "Gb/s",
-                    "check the link rate/width, PCIe of the HCA, and NUMA pinning; "
-                    "re-test against a known-good partner",
-                )
-            )
-        else:
-            out.append(
-                Finding(
-                    "PERF-OK",
-                    Status.OK,
-                    subj,
-                    f"{what} {row.bw_avg_gbps:.2f} Gb/s at {size} B",
-                    row.bw_avg_gbps,
-                    floor,
-                    "Gb/s",
-                )
-            )
+        out.append(_bandwidth(row, parsed.bidirectional, size, profile, subj))
     elif isinstance(row, LatRow):
-        ceiling = t.ib_write_lat_us_max
-        value = row.t_avg_us if row.t_avg_us is not None else row.t_typical_us
-        if value is None:
-            out.append(Finding("PERF-000", Status.ERROR, subj, "latency row has no t_avg"))
-        elif value > ceiling:
-            out.append(
-                Finding(
-                    "PERF-002",
-                    Status.FAIL,
-                    subj,
-                    f"latency {value:.2f} us at {size} B > ceiling {ceiling:g} us",
-                    value,
-                    ceiling,
-                    "us",
-                    "check for a congested or mis-routed path and CPU frequency",
-                )
-            )
-        else:
-            out.append(
-                Finding("PERF-OK", Status.OK, subj, f"latency {value:.2f} us", value, ceiling, "us")
-            )
+        out.append(_latency(row, size, profile, subj))
     return out
+
+
+def _errors(parsed: Perftest, subj: Subject) -> Finding:
+    """A run that printed errors: it did not run (ERROR), or the data path failed (FAIL)."""
+    text = "; ".join(parsed.errors)
+    data_path = ("status", "completion", "modify qp", "connect the hca", "retry")
+    if any(_CONNECT.search(e) for e in parsed.errors) or (
+        not parsed.rows and not any(k in e.lower() for e in parsed.errors for k in data_path)
+    ):
+        return Finding(
+            "PERF-000",
+            Status.ERROR,
+            subj,
+            f"{parsed.test or 'perftest'} did not run: {text}",
+            remediation="check the server side was started with the same "
+            "options, the port is free and the address reachable",
+        )
+    return Finding(
+        "PERF-004",
+        Status.FAIL,
+        subj,
+        f"{parsed.test or 'perftest'} failed on the data path: {text}",
+        remediation="transport retries exceeded: check the cable and switch "
+        "port counters (symbol errors, link downed) of both ends",
+    )
+
+
+def _bandwidth(row: BwRow, bidir: bool, size: int, profile: Profile, subj: Subject) -> Finding:
+    t = profile.thresholds
+    floor = t.ib_write_bw_bidir_gbps_min if bidir else t.ib_write_bw_gbps_min
+    what = "bidirectional BW (sum of both directions)" if bidir else "BW"
+    if row.bw_avg_gbps < floor:
+        return Finding(
+            "PERF-001",
+            Status.FAIL,
+            subj,
+            f"{what} {row.bw_avg_gbps:.2f} Gb/s at {size} B < floor {floor:g} Gb/s",
+            row.bw_avg_gbps,
+            floor,
+            "Gb/s",
+            "check the link rate/width, PCIe of the HCA, and NUMA pinning; "
+            "re-test against a known-good partner",
+        )
+    return Finding(
+        "PERF-OK",
+        Status.OK,
+        subj,
+        f"{what} {row.bw_avg_gbps:.2f} Gb/s at {size} B",
+        row.bw_avg_gbps,
+        floor,
+        "Gb/s",
+    )
+
+
+def _latency(row: LatRow, size: int, profile: Profile, subj: Subject) -> Finding:
+    ceiling = profile.thresholds.ib_write_lat_us_max
+    value = row.t_avg_us if row.t_avg_us is not None else row.t_typical_us
+    if value is None:
+        return Finding("PERF-000", Status.ERROR, subj, "latency row has no t_avg")
+    if value > ceiling:
+        return Finding(
+            "PERF-002",
+            Status.FAIL,
+            subj,
+            f"latency {value:.2f} us at {size} B > ceiling {ceiling:g} us",
+            value,
+            ceiling,
+            "us",
+            "check for a congested or mis-routed path and CPU frequency",
+        )
+    return Finding("PERF-OK", Status.OK, subj, f"latency {value:.2f} us", value, ceiling, "us")
