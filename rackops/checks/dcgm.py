@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rackops.findings import Finding, Status, Subject
-from rackops.parsers.dcgmi_diag import DcgmDiag
+from rackops.parsers.dcgmi_diag import DcgmDiag, DcgmTest
 
 
 def check_dcgm(
@@ -45,61 +45,7 @@ def check_dcgm(
             )
         )
     for t in parsed.tests:
-        failing = sorted((g for g, s in t.gpus.items() if s == "Fail"), key=int)
-        detail = f": {' | '.join(t.messages)}" if t.messages else ""
-        if t.result == "Fail" or failing:
-            if failing:
-                for g in failing:
-                    out.append(
-                        Finding(
-                            "DCGM-001",
-                            Status.FAIL,
-                            Subject(node=node, gpu=int(g)),
-                            f"{t.name} failed{detail}",
-                            "Fail",
-                            "Pass",
-                            remediation="drain the node; rerun the plugin on this GPU; "
-                            "RMA if it fails again",
-                        )
-                    )
-            else:
-                out.append(
-                    Finding(
-                        "DCGM-001",
-                        Status.FAIL,
-                        here,
-                        f"{t.name} failed at plugin level although every GPU row says Pass{detail}",
-                        "Fail",
-                        "Pass",
-                        remediation="a plugin failure is a failure: read the nvvs log "
-                        "(/var/log/nvidia-dcgm/nvvs.log) and rerun",
-                    )
-                )
-        elif t.result == "Warn" or "Warn" in t.gpus.values():
-            out.append(
-                Finding(
-                    "DCGM-002",
-                    Status.WARN,
-                    here,
-                    f"{t.name} warned{detail}",
-                    "Warn",
-                    "Pass",
-                    remediation="read the warning; fix and rerun",
-                )
-            )
-        elif t.result in ("Skip", "Not Run"):
-            out.append(
-                Finding(
-                    "DCGM-003",
-                    Status.WARN,
-                    here,
-                    f"{t.name} was {t.result.lower()}: it validated nothing",
-                    t.result,
-                    "Pass",
-                    remediation="check the DCGM SKU file and test permissions "
-                    "(run as root); a skipped test is not a pass",
-                )
-            )
+        out += _judge_test(t, node)
     if parsed.overall == "Skip":
         out.append(
             Finding(
@@ -122,3 +68,63 @@ def check_dcgm(
             )
         )
     return out
+
+
+def _judge_test(t: DcgmTest, node: str | None) -> list[Finding]:
+    """One plugin's result: a FAIL per failing GPU (or the plugin), a WARN when it warned,
+    was skipped or did not run."""
+    here = Subject(node=node)
+    failing = sorted((g for g, s in t.gpus.items() if s == "Fail"), key=int)
+    detail = f": {' | '.join(t.messages)}" if t.messages else ""
+    if failing:
+        return [
+            Finding(
+                "DCGM-001",
+                Status.FAIL,
+                Subject(node=node, gpu=int(g)),
+                f"{t.name} failed{detail}",
+                "Fail",
+                "Pass",
+                remediation="drain the node; rerun the plugin on this GPU; RMA if it fails again",
+            )
+            for g in failing
+        ]
+    if t.result == "Fail":
+        return [
+            Finding(
+                "DCGM-001",
+                Status.FAIL,
+                here,
+                f"{t.name} failed at plugin level although every GPU row says Pass{detail}",
+                "Fail",
+                "Pass",
+                remediation="a plugin failure is a failure: read the nvvs log "
+                "(/var/log/nvidia-dcgm/nvvs.log) and rerun",
+            )
+        ]
+    if t.result == "Warn" or "Warn" in t.gpus.values():
+        return [
+            Finding(
+                "DCGM-002",
+                Status.WARN,
+                here,
+                f"{t.name} warned{detail}",
+                "Warn",
+                "Pass",
+                remediation="read the warning; fix and rerun",
+            )
+        ]
+    if t.result in ("Skip", "Not Run"):
+        return [
+            Finding(
+                "DCGM-003",
+                Status.WARN,
+                here,
+                f"{t.name} was {t.result.lower()}: it validated nothing",
+                t.result,
+                "Pass",
+                remediation="check the DCGM SKU file and test permissions "
+                "(run as root); a skipped test is not a pass",
+            )
+        ]
+    return []
