@@ -106,50 +106,71 @@ def check_gpu_xml(
 def _check(
     gpus: list[GpuView], profile: Profile, node: str | None, driver_version: str | None
 ) -> list[Finding]:
-    spec, t = profile.gpu, profile.thresholds
     out: list[Finding] = []
-    out.extend(_count_findings([g.index for g in gpus], spec.count, profile.name, node))
+    out.extend(_count_findings([g.index for g in gpus], profile.gpu.count, profile.name, node))
     for g in gpus:
         subj = Subject(node=node, gpu=g.index, gpu_uuid=g.uuid, bus_id=g.bus_id)
-        bad: list[Finding] = []
+        bad = _identity(g, profile, driver_version, subj) + _health(g, profile, subj)
+        out.extend(bad or [Finding("GPU-OK", Status.OK, subj, "healthy")])
+    return out
 
-        def fail(
-            code: str,
-            msg: str,
-            obs: Any,
-            exp: Any,
-            fix: str,
-            unit: str | None = None,
-            status: Status = Status.FAIL,
-        ) -> None:
-            bad.append(Finding(code, status, subj, msg, obs, exp, unit, fix))  # noqa: B023
 
-        if g.name is not None and g.name.lower() != spec.model.lower():
-            fail(
+def _fail(
+    subj: Subject, code: str, msg: str, obs: Any, exp: Any, fix: str, unit: str | None = None
+) -> Finding:
+    return Finding(code, Status.FAIL, subj, msg, obs, exp, unit, fix)
+
+
+def _identity(
+    g: GpuView, profile: Profile, driver_version: str | None, subj: Subject
+) -> list[Finding]:
+    """Is it the GPU the profile describes, on the pinned driver, persistent."""
+    spec = profile.gpu
+    bad: list[Finding] = []
+    if g.name is not None and g.name.lower() != spec.model.lower():
+        bad.append(
+            _fail(
+                subj,
                 "GPU-002",
                 f"model {g.name!r}, expected {spec.model!r}",
                 g.name,
                 spec.model,
                 "wrong SKU for this profile: fix rackops_profile or the hardware",
             )
-        if driver_version and g.driver and g.driver != driver_version:
-            fail(
+        )
+    if driver_version and g.driver and g.driver != driver_version:
+        bad.append(
+            _fail(
+                subj,
                 "GPU-003",
                 f"driver {g.driver}, pinned {driver_version}",
                 g.driver,
                 driver_version,
                 "run the nvidia_driver role to install the pinned version",
             )
-        if g.persistence is not None and g.persistence.lower() != "enabled":
-            fail(
+        )
+    if g.persistence is not None and g.persistence.lower() != "enabled":
+        bad.append(
+            _fail(
+                subj,
                 "GPU-004",
                 f"persistence mode {g.persistence}, expected Enabled (C-32)",
                 g.persistence,
                 "Enabled",
                 "enable nvidia-persistenced",
             )
-        if (g.ecc_uncorrectable_volatile or 0) > t.ecc_uncorrectable_volatile_max:
-            fail(
+        )
+    return bad
+
+
+def _health(g: GpuView, profile: Profile, subj: Subject) -> list[Finding]:
+    """Memory errors and remapping, the PCIe link, and the NVSwitch fabric."""
+    spec, t = profile.gpu, profile.thresholds
+    bad: list[Finding] = []
+    if (g.ecc_uncorrectable_volatile or 0) > t.ecc_uncorrectable_volatile_max:
+        bad.append(
+            _fail(
+                subj,
                 "GPU-005",
                 f"{g.ecc_uncorrectable_volatile} uncorrectable ECC errors "
                 f"(volatile) > {t.ecc_uncorrectable_volatile_max} allowed (C-34)",
@@ -158,33 +179,45 @@ def _check(
                 "drain the node and run dcgmi diag -r 3; RMA if it recurs",
                 "errors",
             )
-        if g.remap_pending and t.remapped_rows_pending_max == 0:
-            fail(
+        )
+    if g.remap_pending and t.remapped_rows_pending_max == 0:
+        bad.append(
+            _fail(
+                subj,
                 "GPU-006",
                 "row remapping pending (C-34)",
                 True,
                 False,
                 "reset the GPU (nvidia-smi -r) or reboot to apply the remap",
             )
-        if g.remap_failure and t.remapped_rows_failure_max == 0:
-            fail(
+        )
+    if g.remap_failure and t.remapped_rows_failure_max == 0:
+        bad.append(
+            _fail(
+                subj,
                 "GPU-007",
                 "row remapping failed: no spare rows left (C-34)",
                 True,
                 False,
                 "RMA the GPU",
             )
-        if g.pcie_gen_max is not None and g.pcie_gen_max < spec.pcie_gen:
-            fail(
+        )
+    if g.pcie_gen_max is not None and g.pcie_gen_max < spec.pcie_gen:
+        bad.append(
+            _fail(
+                subj,
                 "GPU-008",
                 f"PCIe max link Gen{g.pcie_gen_max}, expected Gen{spec.pcie_gen}",
                 g.pcie_gen_max,
                 spec.pcie_gen,
                 "check BIOS PCIe settings and the riser",
             )
-        width_max = g.pcie_width_max or spec.pcie_width
-        if g.pcie_width_current is not None and g.pcie_width_current < width_max:
-            fail(
+        )
+    width_max = g.pcie_width_max or spec.pcie_width
+    if g.pcie_width_current is not None and g.pcie_width_current < width_max:
+        bad.append(
+            _fail(
+                subj,
                 "GPU-008",
                 f"PCIe link x{g.pcie_width_current}, expected x{width_max}",
                 g.pcie_width_current,
@@ -192,12 +225,15 @@ def _check(
                 "lanes lost: reseat the GPU/baseboard cable",
                 "lanes",
             )
-        if (
-            spec.nvswitch
-            and g.fabric_state is not None
-            and (g.fabric_state != "Completed" or (g.fabric_status or "") != "Success")
-        ):
-            fail(
+        )
+    if (
+        spec.nvswitch
+        and g.fabric_state is not None
+        and (g.fabric_state != "Completed" or (g.fabric_status or "") != "Success")
+    ):
+        bad.append(
+            _fail(
+                subj,
                 "GPU-009",
                 f"fabric state {g.fabric_state}/{g.fabric_status}, expected "
                 f"Completed/Success (C-28)",
@@ -205,8 +241,8 @@ def _check(
                 "Completed/Success",
                 "start nvidia-fabricmanager at the driver's exact version",
             )
-        out.extend(bad or [Finding("GPU-OK", Status.OK, subj, "healthy")])
-    return out
+        )
+    return bad
 
 
 def _count_findings(present: list[int], want: int, profile: str, node: str | None) -> list[Finding]:

@@ -71,49 +71,38 @@ def check_nccl(
         else profile.thresholds.nccl_single_node_busbw_gbs_min
     )
     sizes = list(gate_sizes_bytes or [max(r.bytes for r in parsed.rows)])
-    for size in sizes:
-        row = parsed.row_at(size)
-        if row is None:
-            have = ", ".join(str(r.bytes) for r in parsed.rows)
-            out.append(
-                Finding(
-                    "NCCL-000",
-                    Status.ERROR,
-                    subj,
-                    f"no result at the pinned size {size} B (have {have})",
-                    None,
-                    size,
-                    "bytes",
-                    f"run with -b {size} -e {size} or wider",
-                )
-            )
-            continue
-        busbw = min(p.busbw_gbs for p in (row.out_of_place, row.in_place) if p is not None)
-        if busbw < floor:
-            out.append(
-                Finding(
-                    "NCCL-002",
-                    Status.FAIL,
-                    subj,
-                    f"busbw {busbw:.2f} GB/s at {size} B < floor {floor:g} GB/s "
-                    f"({'multi' if multi_node else 'single'}-node)",
-                    busbw,
-                    floor,
-                    "GB/s",
-                    "multi-node: localise with pairwise ib_write_bw; single node: "
-                    "check NVLink (nvidia-smi nvlink -s) and fabric manager",
-                )
-            )
-        else:
-            out.append(
-                Finding(
-                    "NCCL-OK",
-                    Status.OK,
-                    subj,
-                    f"busbw {busbw:.2f} GB/s at {size} B",
-                    busbw,
-                    floor,
-                    "GB/s",
-                )
-            )
-    return out
+    mode = "multi" if multi_node else "single"
+    return out + [_gate(parsed, size, floor, mode, subj) for size in sizes]
+
+
+def _gate(parsed: NcclTests, size: int, floor: float, mode: str, subj: Subject) -> Finding:
+    """busbw at one pinned size (the worse of out-of-place and in-place) against the floor."""
+    row = parsed.row_at(size)
+    if row is None:
+        have = ", ".join(str(r.bytes) for r in parsed.rows)
+        return Finding(
+            "NCCL-000",
+            Status.ERROR,
+            subj,
+            f"no result at the pinned size {size} B (have {have})",
+            None,
+            size,
+            "bytes",
+            f"run with -b {size} -e {size} or wider",
+        )
+    busbw = min(p.busbw_gbs for p in (row.out_of_place, row.in_place) if p is not None)
+    if busbw < floor:
+        return Finding(
+            "NCCL-002",
+            Status.FAIL,
+            subj,
+            f"busbw {busbw:.2f} GB/s at {size} B < floor {floor:g} GB/s ({mode}-node)",
+            busbw,
+            floor,
+            "GB/s",
+            "multi-node: localise with pairwise ib_write_bw; single node: "
+            "check NVLink (nvidia-smi nvlink -s) and fabric manager",
+        )
+    return Finding(
+        "NCCL-OK", Status.OK, subj, f"busbw {busbw:.2f} GB/s at {size} B", busbw, floor, "GB/s"
+    )
