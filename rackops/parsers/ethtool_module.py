@@ -159,141 +159,149 @@ def _window(limits: dict[tuple[str, str], float | None]) -> Window | None:
 
 def parse_ethtool_module(text: str) -> EthtoolModule:
     text = text.replace("\r\n", "\n").replace("\r", "\n")
-    kv: dict[str, str] = {}
-    bias: dict[int, float | None] = {}
-    tx: dict[int, float | None] = {}
-    rx: dict[int, float | None] = {}
-    dark: set[int] = set()
-    thresholds: dict[str, dict[tuple[str, str], float | None]] = {q: {} for q in _QUANTITY.values()}
-    threshold_lines = 0
-    flags: list[str] = []
-    errors: list[str] = []
-    tool_errors: list[str] = []
-    complete = True
-    decoded = False
-    temperature: float | None = None
-    voltage: float | None = None
-
-    def bad(label: str, value: str) -> None:
-        nonlocal complete
-        complete = False
-        errors.append(f"{label}: unreadable value {value!r}")
-
+    r = _Reader()
     for raw in text.split("\n"):
-        if not raw.strip():
-            continue
+        if raw.strip():
+            r.line(raw)
+    if not r.decoded:
+        if r.tool_errors:
+            raise ParseError(f"ethtool -m failed: {'; '.join(r.tool_errors)}")
+        raise ParseError("no 'Identifier' line: this is not ethtool -m output")
+    return r.result(text)
+
+
+class _Reader:
+    """ethtool -m read line by line: the module's labels, its lanes and its thresholds."""
+
+    def __init__(self) -> None:
+        self.kv: dict[str, str] = {}
+        self.bias: dict[int, float | None] = {}
+        self.tx: dict[int, float | None] = {}
+        self.rx: dict[int, float | None] = {}
+        self.dark: set[int] = set()
+        self.thresholds: dict[str, dict[tuple[str, str], float | None]] = {
+            q: {} for q in _QUANTITY.values()
+        }
+        self.threshold_lines = 0
+        self.flags: list[str] = []
+        self.errors: list[str] = []
+        self.tool_errors: list[str] = []
+        self.complete = True
+        self.decoded = False
+        self.temperature: float | None = None
+        self.voltage: float | None = None
+
+    def line(self, raw: str) -> None:
         if m := _ERROR.match(raw):
-            tool_errors.append(m.group(1))
-            errors.append(m.group(1))
-            complete = False
-            continue
+            self.tool_errors.append(m.group(1))
+            self.errors.append(m.group(1))
+            self.complete = False
+            return
         m = _KV.match(raw)
         if not m:
-            if decoded:
-                errors.append(raw.strip())
-                complete = False
-            continue
+            if self.decoded:
+                self.errors.append(raw.strip())
+                self.complete = False
+            return
         label = " ".join(m.group(1).split())
         value = m.group(2) or ""
         if label == "Identifier":
-            decoded = True
-        if not decoded:
-            continue
-        kv.setdefault(label, value)
+            self.decoded = True
+        if not self.decoded:
+            return
+        self.kv.setdefault(label, value)
         try:
             if lane := _LANE.match(label):
-                name, channel = lane.group(1), int(lane.group(2))
-                if value in ("On", "Off"):
-                    if value == "On" and ("alarm" in name or "warning" in name):
-                        flags.append(f"{label} : On")
-                    continue
-                if name in _BIAS_LABELS:
-                    bias[channel] = None if is_na(value) else _unit(_BIAS, value)
-                elif name in _TX_LABELS:
-                    tx[channel] = None if is_na(value) else _power(value)
-                elif name in _RX_LABELS:
-                    rx[channel] = None if is_na(value) else _power(value)
-                    if rx[channel] is None and not is_na(value):
-                        dark.add(channel)
-                continue
-            if t := _THRESHOLD.match(label):
-                quantity = _QUANTITY[t.group(1)]
-                threshold_lines += 1
-                if quantity in ("tx", "rx"):
-                    limit = _power(value)
-                elif quantity == "bias":
-                    limit = _unit(_BIAS, value)
-                elif quantity == "temp":
-                    limit = _unit(_TEMP, value)
-                else:
-                    limit = _unit(_VOLT, value)
-                thresholds[quantity][(t.group(2), t.group(3))] = limit
-                continue
-            if value in ("On", "Off") and ("alarm" in label or "warning" in label):
-                if value == "On" and label != "Alarm/warning flags implemented":
-                    flags.append(f"{label} : On")
-                continue
-            if label in _BIAS_LABELS:
-                bias[1] = None if is_na(value) else _unit(_BIAS, value)
-            elif label in _TX_LABELS:
-                tx[1] = None if is_na(value) else _power(value)
-            elif label in _RX_LABELS:
-                rx[1] = None if is_na(value) else _power(value)
-                if rx[1] is None and not is_na(value):
-                    dark.add(1)
-            elif label == "Module temperature":
-                temperature = _unit(_TEMP, value)
-            elif label == "Module voltage":
-                voltage = _unit(_VOLT, value)
+                self._lane(lane.group(1), int(lane.group(2)), label, value)
+            elif t := _THRESHOLD.match(label):
+                self._threshold(t, value)
+            else:
+                self._single(label, value)
         except (_Bad, ValueError):
-            bad(label, value)
+            self.complete = False
+            self.errors.append(f"{label}: unreadable value {value!r}")
 
-    if not decoded:
-        if tool_errors:
-            raise ParseError(f"ethtool -m failed: {'; '.join(tool_errors)}")
-        raise ParseError("no 'Identifier' line: this is not ethtool -m output")
+    def _series_value(self, name: str, channel: int, value: str) -> None:
+        """A bias, Tx or Rx power reading of one lane (channel 1 for a single-lane module)."""
+        if name in _BIAS_LABELS:
+            self.bias[channel] = None if is_na(value) else _unit(_BIAS, value)
+        elif name in _TX_LABELS:
+            self.tx[channel] = None if is_na(value) else _power(value)
+        elif name in _RX_LABELS:
+            self.rx[channel] = None if is_na(value) else _power(value)
+            if self.rx[channel] is None and not is_na(value):
+                self.dark.add(channel)
 
-    bias_t, ok_bias = _series(bias)
-    tx_t, ok_tx = _series(tx)
-    rx_t, ok_rx = _series(rx)
-    lengths = {len(s) for s in (bias_t, tx_t, rx_t) if s}
-    if not (ok_bias and ok_tx and ok_rx) or len(lengths) > 1:
-        complete = False
-    flags_implemented = kv.get("Alarm/warning flags implemented")
-    if flags_implemented is not None and not (bias_t and tx_t and rx_t):
-        complete = False  # SFF-8636 and SFP print all three series around this line
-    if kv.get("Optical diagnostics support") == "Yes" and flags_implemented is None:
-        complete = False  # SFP: cut before the end of its DOM block
-    if threshold_lines and threshold_lines != _THRESHOLD_LINES:
-        complete = False
-    if flags_implemented == "Yes" and threshold_lines == 0:
-        complete = False
-    if not text.endswith("\n"):
-        complete = False  # ethtool ends every line; the last one may be cut mid-value
+    def _lane(self, name: str, channel: int, label: str, value: str) -> None:
+        if value in ("On", "Off"):
+            if value == "On" and ("alarm" in name or "warning" in name):
+                self.flags.append(f"{label} : On")
+            return
+        self._series_value(name, channel, value)
 
-    technology = kv.get("Transmitter technology")
-    cable = None
-    if technology:
-        paren = _PAREN.match(technology)
-        cable = paren.group(1) if paren else technology
-    dom = bool(bias_t or tx_t or rx_t) or bool(temperature) or bool(voltage)
+    def _threshold(self, t: re.Match[str], value: str) -> None:
+        quantity = _QUANTITY[t.group(1)]
+        self.threshold_lines += 1
+        if quantity in ("tx", "rx"):
+            limit = _power(value)
+        elif quantity == "bias":
+            limit = _unit(_BIAS, value)
+        elif quantity == "temp":
+            limit = _unit(_TEMP, value)
+        else:
+            limit = _unit(_VOLT, value)
+        self.thresholds[quantity][(t.group(2), t.group(3))] = limit
 
-    optics = Optics(
-        identifier=kv.get("Identifier") or None,
-        vendor=kv.get("Vendor name") or None,
-        part_number=kv.get("Vendor PN") or None,
-        serial=kv.get("Vendor SN") or None,
-        cable=cable,
-        temperature_c=temperature,
-        voltage_v=voltage,
-        rx_power_dbm=rx_t,
-        tx_power_dbm=tx_t,
-        bias_ma=bias_t,
-        dark_lanes=tuple(sorted(dark)),
-        rx_power_window_dbm=_window(thresholds["rx"]),
-        tx_power_window_dbm=_window(thresholds["tx"]),
-        temperature_window_c=_window(thresholds["temp"]),
-        bias_window_ma=_window(thresholds["bias"]),
-        dom=dom,
-    )
-    return EthtoolModule(optics, tuple(flags), complete, tuple(errors))
+    def _single(self, label: str, value: str) -> None:
+        if value in ("On", "Off") and ("alarm" in label or "warning" in label):
+            if value == "On" and label != "Alarm/warning flags implemented":
+                self.flags.append(f"{label} : On")
+            return
+        if label == "Module temperature":
+            self.temperature = _unit(_TEMP, value)
+        elif label == "Module voltage":
+            self.voltage = _unit(_VOLT, value)
+        else:
+            self._series_value(label, 1, value)
+
+    def result(self, text: str) -> EthtoolModule:
+        bias_t, ok_bias = _series(self.bias)
+        tx_t, ok_tx = _series(self.tx)
+        rx_t, ok_rx = _series(self.rx)
+        lengths = {len(s) for s in (bias_t, tx_t, rx_t) if s}
+        complete = self.complete and ok_bias and ok_tx and ok_rx and len(lengths) <= 1
+        flags_implemented = self.kv.get("Alarm/warning flags implemented")
+        if flags_implemented is not None and not (bias_t and tx_t and rx_t):
+            complete = False  # SFF-8636 and SFP print all three series around this line
+        if self.kv.get("Optical diagnostics support") == "Yes" and flags_implemented is None:
+            complete = False  # SFP: cut before the end of its DOM block
+        if self.threshold_lines and self.threshold_lines != _THRESHOLD_LINES:
+            complete = False
+        if flags_implemented == "Yes" and self.threshold_lines == 0:
+            complete = False
+        if not text.endswith("\n"):
+            complete = False  # ethtool ends every line; the last one may be cut mid-value
+        technology = self.kv.get("Transmitter technology")
+        cable = None
+        if technology:
+            paren = _PAREN.match(technology)
+            cable = paren.group(1) if paren else technology
+        optics = Optics(
+            identifier=self.kv.get("Identifier") or None,
+            vendor=self.kv.get("Vendor name") or None,
+            part_number=self.kv.get("Vendor PN") or None,
+            serial=self.kv.get("Vendor SN") or None,
+            cable=cable,
+            temperature_c=self.temperature,
+            voltage_v=self.voltage,
+            rx_power_dbm=rx_t,
+            tx_power_dbm=tx_t,
+            bias_ma=bias_t,
+            dark_lanes=tuple(sorted(self.dark)),
+            rx_power_window_dbm=_window(self.thresholds["rx"]),
+            tx_power_window_dbm=_window(self.thresholds["tx"]),
+            temperature_window_c=_window(self.thresholds["temp"]),
+            bias_window_ma=_window(self.thresholds["bias"]),
+            dom=bool(bias_t or tx_t or rx_t) or bool(self.temperature) or bool(self.voltage),
+        )
+        return EthtoolModule(optics, tuple(self.flags), complete, tuple(self.errors))
