@@ -137,17 +137,7 @@ def parse_nccl_tests(text: str) -> NcclTests:
         elif m := re.match(r"NCCL version (\S+)", body):
             nccl_version = m.group(1)
         elif (m := _RANK.search(body)) and ("Rank" in body.split()[0]):
-            ranks.append(
-                NcclRank(
-                    int(m.group(1)),
-                    int(m.group(2)) if m.group(2) else None,
-                    int(m.group(3)) if m.group(3) else None,
-                    m.group(4),
-                    int(m.group(5)),
-                    m.group(6),
-                    m.group(7).strip() or None,
-                )
-            )
+            ranks.append(_rank(m))
         elif "algbw" in body and "busbw" in body:
             header = body.split()
             header_seen = True
@@ -186,15 +176,7 @@ def parse_nccl_tests(text: str) -> NcclTests:
             )
         raise ParseError("no result table (size/time/algbw/busbw): this is not nccl-tests output")
     assert header is not None
-    generation = (
-        "2025"
-        if tests_version or collective
-        else "2022"
-        if "root" in header
-        else "2021"
-        if header[0] == "size"
-        else "2018"
-    )
+    generation = _generation(tests_version, collective, header)
     complete = (
         bool(rows)
         and avg is not None
@@ -217,6 +199,27 @@ def parse_nccl_tests(text: str) -> NcclTests:
         tuple(errors),
         complete,
     )
+
+
+def _rank(m: re.Match[str]) -> NcclRank:
+    return NcclRank(
+        int(m.group(1)),
+        int(m.group(2)) if m.group(2) else None,
+        int(m.group(3)) if m.group(3) else None,
+        m.group(4),
+        int(m.group(5)),
+        m.group(6),
+        m.group(7).strip() or None,
+    )
+
+
+def _generation(tests_version: str | None, collective: str | None, header: list[str]) -> str:
+    """Which nccl-tests layout printed the table (its header and preamble tell)."""
+    if tests_version or collective:
+        return "2025"
+    if "root" in header:
+        return "2022"
+    return "2021" if header[0] == "size" else "2018"
 
 
 _DTYPES = {
