@@ -265,6 +265,29 @@ def _optics(module: _Reader) -> Optics:
     )
 
 
+def _sections_complete(sections: dict[str, dict[str, str]], order: list[str]) -> bool:
+    """Every section has its records, and the base sections end with the tool's version
+    line: what a cut output lacks."""
+    for title in order:
+        records = sections[title]
+        if not records:
+            return False
+        if any(key not in records for key in _REQUIRED.get(title, ())):
+            return False
+    if SUPPORTED in sections:
+        keys = sections[SUPPORTED]
+        for prefix in ("Enabled Link Speed", "Supported Cable Speed"):
+            if not any(k.startswith(prefix) for k in keys):
+                return False
+    if any(title in sections for title in _BASE):
+        tool = sections.get(TOOL, {})
+        if not any(
+            k.endswith(" Version") and k not in ("Firmware Version", "amBER Version") for k in tool
+        ):
+            return False  # "MFT Version" / "mstflint Version" closes the base sections
+    return True
+
+
 def parse_mlxlink(text: str) -> MlxLink:
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     lines = [_ANSI.sub("", raw).rstrip() for raw in text.split("\n")]
@@ -317,23 +340,8 @@ def parse_mlxlink(text: str) -> MlxLink:
             raise ParseError(f"mlxlink failed: {'; '.join(errors)}")
         raise ParseError("no mlxlink section (Operational Info, Module Info, ...) found")
 
-    for title in order:
-        records = sections[title]
-        if not records:
-            complete = False
-        if any(key not in records for key in _REQUIRED.get(title, ())):
-            complete = False
-    if SUPPORTED in sections:
-        keys = sections[SUPPORTED]
-        for prefix in ("Enabled Link Speed", "Supported Cable Speed"):
-            if not any(k.startswith(prefix) for k in keys):
-                complete = False
-    if any(title in sections for title in _BASE):
-        tool = sections.get(TOOL, {})
-        if not any(
-            k.endswith(" Version") and k not in ("Firmware Version", "amBER Version") for k in tool
-        ):
-            complete = False  # "MFT Version" / "mstflint Version" closes the base sections
+    if not _sections_complete(sections, order):
+        complete = False
     operational = _Reader(sections.get(OPERATIONAL, {}), errors)
     speed = operational.text("Speed")
     ber = _Reader(sections.get(BER, {}), errors)
