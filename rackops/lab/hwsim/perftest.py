@@ -95,33 +95,8 @@ def perftest(node, tool, args):
     }[tool]
     title += " Latency Test" if lat else (" Bidirectional BW Test" if o["bidir"] else " BW Test")
     hello = {"node": node.name, "dev": dev, "bidir": o["bidir"], "size": o["size"], "tool": tool}
-    try:
-        if o["server"] is None:
-            srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                srv.bind(("0.0.0.0", o["port"]))
-            except OSError:
-                sys.stderr.write(
-                    " Couldn't bind the server socket to port %d: Address already in use\n"
-                    " Unable to open file descriptor for socket connection Unable to init the socket connection\n"
-                    % o["port"]
-                )
-                return 1
-            srv.listen(1)
-            sys.stdout.write(
-                "\n************************************\n* Waiting for client to connect... *\n"
-                "************************************\n"
-            )
-            sys.stdout.flush()
-            conn, _ = srv.accept()
-        else:
-            conn = socket.create_connection((o["server"], o["port"]), timeout=10)
-    except OSError:
-        sys.stderr.write(
-            "Couldn't connect to %s:%d\nUnable to open file descriptor for socket connection"
-            " Unable to init the socket connection\n" % (o["server"], o["port"])
-        )
+    conn = _connect(o)
+    if conn is None:
         return 1
     with conn:
         conn.settimeout(60)
@@ -155,52 +130,95 @@ def perftest(node, tool, args):
         bw *= 2
     _carry(node, dev, o, bw, lat)
     out = banner(node, title, o)
-    if lat:
-        base = float(node.hw["lat_us"]) * (
-            1.0 if bw >= 0.8 * node.hw["bw_gbps"] * (2 if o["bidir"] else 1) else 1.9
-        )
-        # a port that adds latency (either end of the link)
-        slow = [
-            float(f["lat_us"])
-            for nd, d in ((node, dev), (other, peer["dev"]))
-            for f in nd.faults_of("latency")
-            if f.get("hca") == d and f.get("lat_us")
-        ]
-        if slow:
-            base = max([base, *slow])
-        out += (
-            " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    "
-            "t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] \n"
-        )
-        out += " %-7d %-13d %-14.2f %-12.2f %-16.2f %-14.2f %-15.2f %-22.2f %.2f   \n" % (
-            o["size"] if o["size"] != 65536 else 2,
-            o["iters"],
-            base * 0.95,
-            base * 3.1,
-            base,
-            base * 1.01,
-            base * 0.04,
-            base * 1.12,
-            base * 3.1,
-        )
-    else:
-        out += (
-            " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n"
-            if o["gbits"]
-            else " #bytes     #iterations    BW peak[MiB/sec]    BW average[MiB/sec]   MsgRate[Mpps]\n"
-        )
-        sizes = [2**e for e in range(1, 24)] if o["all"] else [o["size"]]
-        for size in sizes:
-            eff = bw * min(1.0, (size / 65536.0) ** 0.35) if size < 65536 else bw
-            rate = eff * 1e9 / 8 / size / 1e6
-            peak = 0.0 if o["duration"] else eff * 1.003
-            if not o["gbits"]:
-                eff, peak = eff * 1e9 / 8 / 2**20, peak * 1e9 / 8 / 2**20
-            iters = int(rate * 1e6 * o["duration"]) if o["duration"] else o["iters"]
-            out += " %-10d %-10d       %-18.2f %.2f\t\t   %.6f\n" % (size, iters, peak, eff, rate)
+    out += _lat_table(node, dev, other, peer, o, bw) if lat else _bw_table(o, bw)
     out += D87 + "\n"
     emit(node, tool, out)
     return 0
+
+
+def _connect(o):
+    """The server's accepted connection, or the client's; None (and the tool's words on
+    stderr) when there is none."""
+    try:
+        if o["server"] is None:
+            srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                srv.bind(("0.0.0.0", o["port"]))
+            except OSError:
+                sys.stderr.write(
+                    " Couldn't bind the server socket to port %d: Address already in use\n"
+                    " Unable to open file descriptor for socket connection Unable to init the socket connection\n"
+                    % o["port"]
+                )
+                return None
+            srv.listen(1)
+            sys.stdout.write(
+                "\n************************************\n* Waiting for client to connect... *\n"
+                "************************************\n"
+            )
+            sys.stdout.flush()
+            conn, _ = srv.accept()
+        else:
+            conn = socket.create_connection((o["server"], o["port"]), timeout=10)
+    except OSError:
+        sys.stderr.write(
+            "Couldn't connect to %s:%d\nUnable to open file descriptor for socket connection"
+            " Unable to init the socket connection\n" % (o["server"], o["port"])
+        )
+        return None
+    return conn
+
+
+def _lat_table(node, dev, other, peer, o, bw):
+    out = ""
+    base = float(node.hw["lat_us"]) * (
+        1.0 if bw >= 0.8 * node.hw["bw_gbps"] * (2 if o["bidir"] else 1) else 1.9
+    )
+    # a port that adds latency (either end of the link)
+    slow = [
+        float(f["lat_us"])
+        for nd, d in ((node, dev), (other, peer["dev"]))
+        for f in nd.faults_of("latency")
+        if f.get("hca") == d and f.get("lat_us")
+    ]
+    if slow:
+        base = max([base, *slow])
+    out += (
+        " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    "
+        "t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] \n"
+    )
+    out += " %-7d %-13d %-14.2f %-12.2f %-16.2f %-14.2f %-15.2f %-22.2f %.2f   \n" % (
+        o["size"] if o["size"] != 65536 else 2,
+        o["iters"],
+        base * 0.95,
+        base * 3.1,
+        base,
+        base * 1.01,
+        base * 0.04,
+        base * 1.12,
+        base * 3.1,
+    )
+    return out
+
+
+def _bw_table(o, bw):
+    out = ""
+    out += (
+        " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n"
+        if o["gbits"]
+        else " #bytes     #iterations    BW peak[MiB/sec]    BW average[MiB/sec]   MsgRate[Mpps]\n"
+    )
+    sizes = [2**e for e in range(1, 24)] if o["all"] else [o["size"]]
+    for size in sizes:
+        eff = bw * min(1.0, (size / 65536.0) ** 0.35) if size < 65536 else bw
+        rate = eff * 1e9 / 8 / size / 1e6
+        peak = 0.0 if o["duration"] else eff * 1.003
+        if not o["gbits"]:
+            eff, peak = eff * 1e9 / 8 / 2**20, peak * 1e9 / 8 / 2**20
+        iters = int(rate * 1e6 * o["duration"]) if o["duration"] else o["iters"]
+        out += " %-10d %-10d       %-18.2f %.2f\t\t   %.6f\n" % (size, iters, peak, eff, rate)
+    return out
 
 
 def _carry(node, dev, o, bw, lat):
