@@ -15,7 +15,8 @@ def _size(text):
     return int(float(text[:-1]) * mult[text[-1]]) if text[-1] in mult else int(text)
 
 
-def nccl(node, tool, args):
+def _nccl_opts(args):
+    """nccl-tests' options: -b -e -f -g -n -w -c -J."""
     o = {"b": 32 << 20, "e": 32 << 20, "f": 2, "g": 1, "n": 20, "w": 5, "c": 1, "J": None}
     i = 0
     while i < len(args):
@@ -30,6 +31,11 @@ def nccl(node, tool, args):
             o["J"] = args[i + 1]
             i += 1
         i += 1
+    return o
+
+
+def _mpi():
+    """This process's rank, the job's size and the ranks per node."""
     # the MPI rank as Open MPI (mpirun) or Slurm's PMI (srun --mpi=pmi2|pmix) gives it; a
     # task srun starts without an MPI plugin is a rank 0 of its own, as the real binary is
     env = os.environ
@@ -43,6 +49,12 @@ def nccl(node, tool, args):
     local = env.get("OMPI_COMM_WORLD_LOCAL_SIZE") or (
         env.get("SLURM_NTASKS_PER_NODE", "1").split("(")[0] if pmi else "1"
     )
+    return rank, size, local
+
+
+def nccl(node, tool, args):
+    o = _nccl_opts(args)
+    rank, size, local = _mpi()
     if rank != 0:
         return 0
     hosts_env = os.environ.get("RACKOPS_HWSIM_HOSTS")
