@@ -44,144 +44,155 @@ def _gpu_fields(node, g):
     }
 
 
-def nvidia_smi(node, args):
-    gpus = node.gpus()
-    apps = next((a for a in args if a.startswith("--query-compute-apps=")), None)
-    if apps:  # compute processes on the GPUs: none, unless the scenario says so
-        fmt = next((a.split("=", 1)[1] for a in args if a.startswith("--format=")), "csv")
-        fields = apps.split("=", 1)[1].split(",")
-        out = "" if "noheader" in fmt else ", ".join(fields) + "\n"
-        for f in node.faults_of("gpu_processes"):
-            out += (
-                ", ".join(str(f.get("pid", 4242)) if x == "pid" else "python" for x in fields)
-                + "\n"
-            )
-        emit(node, "nvidia-smi", out)
-        return 0
-    q = next((a for a in args if a.startswith(("--query-gpu=", "--query-remapped-rows="))), None)
-    if q:
-        fields = q.split("=", 1)[1].split(",")
-        fmt = next((a.split("=", 1)[1] for a in args if a.startswith("--format=")), "csv")
-        units = {"memory.total": " [MiB]"}
-        out = ""
-        if "noheader" not in fmt:
-            out += ", ".join(f + (units.get(f, "")) for f in fields) + "\n"
-        for g in gpus:
-            vals = _gpu_fields(node, g)
-            row = []
-            for f in fields:
-                if f not in vals:
-                    sys.stderr.write('Field "%s" is not a valid field to query.\n' % f)
-                    return 2
-                v = vals[f]
-                if "nounits" in fmt and v.endswith(" MiB"):
-                    v = v[:-4]
-                row.append(v)
-            out += ", ".join(row) + "\n"
-        emit(node, "nvidia-smi", out)
-        return 0
-    if "-pm" in args:
-        os.makedirs(STATE_DIR, exist_ok=True)
-        open(os.path.join(STATE_DIR, "persistence"), "w").close()
-        for g in gpus:
-            sys.stdout.write("Enabled persistence mode for GPU 00000000:%s:00.0.\n" % BUS[g % 16])
-        return 0
-    if "-q" in args and "-x" in args:
-        out = (
-            '<?xml version="1.0" ?>\n<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v12.dtd">\n<nvidia_smi_log>\n'
-            "\t<timestamp>%s</timestamp>\n\t<driver_version>%s</driver_version>\n\t<cuda_version>%s</cuda_version>\n"
-            "\t<attached_gpus>%d</attached_gpus>\n"
-            % (time.ctime(), node.hw["driver"], node.hw["cuda"], len(gpus))
+def _smi_apps(node, gpus, args):
+    """--query-compute-apps: none, unless the scenario says so"""
+    apps = next(a for a in args if a.startswith("--query-compute-apps="))
+    fmt = next((a.split("=", 1)[1] for a in args if a.startswith("--format=")), "csv")
+    fields = apps.split("=", 1)[1].split(",")
+    out = "" if "noheader" in fmt else ", ".join(fields) + "\n"
+    for f in node.faults_of("gpu_processes"):
+        out += ", ".join(str(f.get("pid", 4242)) if x == "pid" else "python" for x in fields) + "\n"
+    emit(node, "nvidia-smi", out)
+    return 0
+
+
+def _smi_query(node, gpus, args):
+    """--query-gpu / --query-remapped-rows as CSV"""
+    q = next(a for a in args if a.startswith(("--query-gpu=", "--query-remapped-rows=")))
+    fields = q.split("=", 1)[1].split(",")
+    fmt = next((a.split("=", 1)[1] for a in args if a.startswith("--format=")), "csv")
+    units = {"memory.total": " [MiB]"}
+    out = ""
+    if "noheader" not in fmt:
+        out += ", ".join(f + (units.get(f, "")) for f in fields) + "\n"
+    for g in gpus:
+        vals = _gpu_fields(node, g)
+        row = []
+        for f in fields:
+            if f not in vals:
+                sys.stderr.write('Field "%s" is not a valid field to query.\n' % f)
+                return 2
+            v = vals[f]
+            if "nounits" in fmt and v.endswith(" MiB"):
+                v = v[:-4]
+            row.append(v)
+        out += ", ".join(row) + "\n"
+    emit(node, "nvidia-smi", out)
+    return 0
+
+
+def _smi_persistence(node, gpus, args):
+    """-pm 1: persistence mode on"""
+    os.makedirs(STATE_DIR, exist_ok=True)
+    open(os.path.join(STATE_DIR, "persistence"), "w").close()
+    for g in gpus:
+        sys.stdout.write("Enabled persistence mode for GPU 00000000:%s:00.0.\n" % BUS[g % 16])
+    return 0
+
+
+def _smi_xml(node, gpus, args):
+    """-q -x: the XML log"""
+    out = (
+        '<?xml version="1.0" ?>\n<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v12.dtd">\n<nvidia_smi_log>\n'
+        "\t<timestamp>%s</timestamp>\n\t<driver_version>%s</driver_version>\n\t<cuda_version>%s</cuda_version>\n"
+        "\t<attached_gpus>%d</attached_gpus>\n"
+        % (time.ctime(), node.hw["driver"], node.hw["cuda"], len(gpus))
+    )
+    for g in gpus:
+        v = _gpu_fields(node, g)
+        ecc = v["ecc.errors.uncorrected.volatile.total"]
+        fab = (
+            ("In Progress", "N/A")
+            if node.faults_of("fabric_manager_down")
+            else ("Completed", "Success")
         )
-        for g in gpus:
-            v = _gpu_fields(node, g)
-            ecc = v["ecc.errors.uncorrected.volatile.total"]
-            fab = (
-                ("In Progress", "N/A")
-                if node.faults_of("fabric_manager_down")
-                else ("Completed", "Success")
-            )
-            out += (
-                '\t<gpu id="%s">\n\t\t<product_name>%s</product_name>\n\t\t<persistence_mode>%s</persistence_mode>\n'
-                "\t\t<serial>%s</serial>\n\t\t<uuid>%s</uuid>\n\t\t<minor_number>%d</minor_number>\n"
-                "\t\t<fabric>\n\t\t\t<state>%s</state>\n\t\t\t<status>%s</status>\n\t\t</fabric>\n"
-                "\t\t<pci>\n\t\t\t<pci_gpu_link_info>\n\t\t\t\t<pcie_gen>\n\t\t\t\t\t<max_link_gen>5</max_link_gen>\n"
-                "\t\t\t\t\t<current_link_gen>1</current_link_gen>\n\t\t\t\t</pcie_gen>\n\t\t\t\t<link_widths>\n"
-                "\t\t\t\t\t<max_link_width>16x</max_link_width>\n\t\t\t\t\t<current_link_width>16x</current_link_width>\n"
-                "\t\t\t\t</link_widths>\n\t\t\t</pci_gpu_link_info>\n\t\t</pci>\n"
-                "\t\t<fb_memory_usage>\n\t\t\t<total>%s</total>\n\t\t</fb_memory_usage>\n"
-                "\t\t<ecc_mode>\n\t\t\t<current_ecc>Enabled</current_ecc>\n\t\t</ecc_mode>\n"
-                "\t\t<ecc_errors>\n\t\t\t<volatile>\n\t\t\t\t<dram_uncorrectable>%s</dram_uncorrectable>\n\t\t\t</volatile>\n"
-                "\t\t\t<aggregate>\n\t\t\t\t<dram_uncorrectable>%s</dram_uncorrectable>\n\t\t\t</aggregate>\n\t\t</ecc_errors>\n"
-                "\t\t<remapped_rows>\n\t\t\t<remapped_row_corr>0</remapped_row_corr>\n\t\t\t<remapped_row_unc>%s</remapped_row_unc>\n"
-                "\t\t\t<remapped_row_pending>%s</remapped_row_pending>\n\t\t\t<remapped_row_failure>No</remapped_row_failure>\n"
-                "\t\t</remapped_rows>\n\t\t<temperature>\n\t\t\t<gpu_temp>%s C</gpu_temp>\n\t\t</temperature>\n\t</gpu>\n"
-                % (
-                    v["pci.bus_id"],
-                    v["name"],
-                    v["persistence_mode"],
-                    v["serial"],
-                    v["uuid"],
-                    g,
-                    fab[0],
-                    fab[1],
-                    v["memory.total"],
-                    ecc,
-                    ecc,
-                    v["remapped_rows.uncorrectable"],
-                    v["remapped_rows.pending"],
-                    v["temperature.gpu"],
-                )
-            )
-        emit(node, "nvidia-smi", out + "</nvidia_smi_log>\n")
-        return 0
-    if args[:2] == ["topo", "-m"]:
-        cols = ["GPU%d" % g for g in gpus] + ["NIC%d" % i for i in range(node.hw["hcas"])]
-        out = "\t" + "\t".join(cols) + "\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\n"
-        for r in cols:
-            cells = []
-            for c in cols:
-                if r == c:
-                    cells.append(" X ")
-                elif r.startswith("GPU") and c.startswith("GPU"):
-                    cells.append("NV%d" % node.hw["nvlink_links"])
-                else:
-                    a, b = int(r[3:]), int(c[3:])
-                    cells.append(
-                        "PIX"
-                        if a == b and r[:3] != c[:3]
-                        else ("NODE" if a // 4 == b // 4 else "SYS")
-                    )
-            extra = (
-                ("\t0-55,112-167\t0\t\tN/A" if int(r[3:]) < 4 else "\t56-111,168-223\t1\t\tN/A")
-                if r.startswith("GPU")
-                else ""
-            )
-            out += r + "\t" + "\t".join(cells) + extra + "\n"
-        out += "\nLegend:\n\n  X    = Self\n  SYS  = Connection traversing PCIe as well as the SMP interconnect between NUMA nodes (e.g., QPI/UPI)\n"
-        out += "  NODE = Connection traversing PCIe as well as the interconnect between PCIe Host Bridges within a NUMA node\n"
-        out += "  PIX  = Connection traversing at most a single PCIe bridge\n  NV#  = Connection traversing a bonded set of # NVLinks\n\nNIC Legend:\n\n"
-        out += "".join("  NIC%d: mlx5_%d\n" % (i, i) for i in range(node.hw["hcas"]))
-        emit(node, "nvidia-smi", out)
-        return 0
-    if args[:2] == ["nvlink", "-s"]:
-        out = ""
-        for g in gpus:
-            out += "GPU %d: %s (UUID: %s)\n" % (
+        out += (
+            '\t<gpu id="%s">\n\t\t<product_name>%s</product_name>\n\t\t<persistence_mode>%s</persistence_mode>\n'
+            "\t\t<serial>%s</serial>\n\t\t<uuid>%s</uuid>\n\t\t<minor_number>%d</minor_number>\n"
+            "\t\t<fabric>\n\t\t\t<state>%s</state>\n\t\t\t<status>%s</status>\n\t\t</fabric>\n"
+            "\t\t<pci>\n\t\t\t<pci_gpu_link_info>\n\t\t\t\t<pcie_gen>\n\t\t\t\t\t<max_link_gen>5</max_link_gen>\n"
+            "\t\t\t\t\t<current_link_gen>1</current_link_gen>\n\t\t\t\t</pcie_gen>\n\t\t\t\t<link_widths>\n"
+            "\t\t\t\t\t<max_link_width>16x</max_link_width>\n\t\t\t\t\t<current_link_width>16x</current_link_width>\n"
+            "\t\t\t\t</link_widths>\n\t\t\t</pci_gpu_link_info>\n\t\t</pci>\n"
+            "\t\t<fb_memory_usage>\n\t\t\t<total>%s</total>\n\t\t</fb_memory_usage>\n"
+            "\t\t<ecc_mode>\n\t\t\t<current_ecc>Enabled</current_ecc>\n\t\t</ecc_mode>\n"
+            "\t\t<ecc_errors>\n\t\t\t<volatile>\n\t\t\t\t<dram_uncorrectable>%s</dram_uncorrectable>\n\t\t\t</volatile>\n"
+            "\t\t\t<aggregate>\n\t\t\t\t<dram_uncorrectable>%s</dram_uncorrectable>\n\t\t\t</aggregate>\n\t\t</ecc_errors>\n"
+            "\t\t<remapped_rows>\n\t\t\t<remapped_row_corr>0</remapped_row_corr>\n\t\t\t<remapped_row_unc>%s</remapped_row_unc>\n"
+            "\t\t\t<remapped_row_pending>%s</remapped_row_pending>\n\t\t\t<remapped_row_failure>No</remapped_row_failure>\n"
+            "\t\t</remapped_rows>\n\t\t<temperature>\n\t\t\t<gpu_temp>%s C</gpu_temp>\n\t\t</temperature>\n\t</gpu>\n"
+            % (
+                v["pci.bus_id"],
+                v["name"],
+                v["persistence_mode"],
+                v["serial"],
+                v["uuid"],
                 g,
-                node.hw["gpu_model"],
-                _gpu_fields(node, g)["uuid"],
+                fab[0],
+                fab[1],
+                v["memory.total"],
+                ecc,
+                ecc,
+                v["remapped_rows.uncorrectable"],
+                v["remapped_rows.pending"],
+                v["temperature.gpu"],
             )
-            down = {
-                int(f["link"]) for f in node.faults_of("nvlink_down") if int(f.get("gpu", -1)) == g
-            }
-            for link in range(node.hw["nvlink_links"]):
-                out += "\t Link %d: %s\n" % (
-                    link,
-                    "<inactive>" if link in down else "%.3f GB/s" % node.hw["nvlink_link_gbs"],
+        )
+    emit(node, "nvidia-smi", out + "</nvidia_smi_log>\n")
+    return 0
+
+
+def _smi_topo(node, gpus, args):
+    """topo -m: the PCIe/NVLink matrix"""
+    cols = ["GPU%d" % g for g in gpus] + ["NIC%d" % i for i in range(node.hw["hcas"])]
+    out = "\t" + "\t".join(cols) + "\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\n"
+    for r in cols:
+        cells = []
+        for c in cols:
+            if r == c:
+                cells.append(" X ")
+            elif r.startswith("GPU") and c.startswith("GPU"):
+                cells.append("NV%d" % node.hw["nvlink_links"])
+            else:
+                a, b = int(r[3:]), int(c[3:])
+                cells.append(
+                    "PIX" if a == b and r[:3] != c[:3] else ("NODE" if a // 4 == b // 4 else "SYS")
                 )
-        emit(node, "nvidia-smi", out)
-        return 0
+        extra = (
+            ("\t0-55,112-167\t0\t\tN/A" if int(r[3:]) < 4 else "\t56-111,168-223\t1\t\tN/A")
+            if r.startswith("GPU")
+            else ""
+        )
+        out += r + "\t" + "\t".join(cells) + extra + "\n"
+    out += "\nLegend:\n\n  X    = Self\n  SYS  = Connection traversing PCIe as well as the SMP interconnect between NUMA nodes (e.g., QPI/UPI)\n"
+    out += "  NODE = Connection traversing PCIe as well as the interconnect between PCIe Host Bridges within a NUMA node\n"
+    out += "  PIX  = Connection traversing at most a single PCIe bridge\n  NV#  = Connection traversing a bonded set of # NVLinks\n\nNIC Legend:\n\n"
+    out += "".join("  NIC%d: mlx5_%d\n" % (i, i) for i in range(node.hw["hcas"]))
+    emit(node, "nvidia-smi", out)
+    return 0
+
+
+def _smi_nvlink(node, gpus, args):
+    """nvlink -s: every link's speed"""
+    out = ""
+    for g in gpus:
+        out += "GPU %d: %s (UUID: %s)\n" % (
+            g,
+            node.hw["gpu_model"],
+            _gpu_fields(node, g)["uuid"],
+        )
+        down = {int(f["link"]) for f in node.faults_of("nvlink_down") if int(f.get("gpu", -1)) == g}
+        for link in range(node.hw["nvlink_links"]):
+            out += "\t Link %d: %s\n" % (
+                link,
+                "<inactive>" if link in down else "%.3f GB/s" % node.hw["nvlink_link_gbs"],
+            )
+    emit(node, "nvidia-smi", out)
+    return 0
+
+
+def _smi_summary(node, gpus, args):
+    """the default table"""
     out = (
         "%s\n+-----------------------------------------------------------------------------------------+\n"
         % time.ctime()
@@ -200,3 +211,20 @@ def nvidia_smi(node, args):
         )
     emit(node, "nvidia-smi", out)
     return 0
+
+
+def nvidia_smi(node, args):
+    gpus = node.gpus()
+    if any(a.startswith("--query-compute-apps=") for a in args):
+        return _smi_apps(node, gpus, args)
+    if any(a.startswith(("--query-gpu=", "--query-remapped-rows=")) for a in args):
+        return _smi_query(node, gpus, args)
+    if "-pm" in args:
+        return _smi_persistence(node, gpus, args)
+    if "-q" in args and "-x" in args:
+        return _smi_xml(node, gpus, args)
+    if args[:2] == ["topo", "-m"]:
+        return _smi_topo(node, gpus, args)
+    if args[:2] == ["nvlink", "-s"]:
+        return _smi_nvlink(node, gpus, args)
+    return _smi_summary(node, gpus, args)
