@@ -65,40 +65,50 @@ def dcgmi(node, args):
                 )
         results[p] = (cat, plugin_result, per, msgs)
     if "-j" in args or "--json" in args:
-        cats = []
-        for cat, p in plugins:
-            _, res, per, msgs = results[p]
-            entry = {
-                "name": p,
-                "results": [
-                    {"entity_group": "GPU", "entity_group_id": 1, "entity_id": g, "status": s}
-                    for g, s in per.items()
-                ],
-                "test_summary": {
-                    "status": res,
-                    "warnings": [{"warning": m, "error_id": 81} for m in msgs],
-                },
-            }
-            for c in cats:
-                if c["category"] == cat:
-                    c["tests"].append(entry)
-                    break
-            else:
-                cats.append({"category": cat, "tests": [entry]})
-        text = (
-            json.dumps(
-                {
-                    "DCGM Diagnostic": {"test_categories": cats},
-                    "version": node.hw["dcgm"],
-                    "Driver Version Detected": node.hw["driver"],
-                    "GPU Device IDs": [node.hw["gpu_device_id"]] * len(gpus),
-                },
-                indent=4,
-            )
-            + "\n"
+        return _dcgm_json(node, gpus, plugins, results)
+    return _dcgm_table(node, gpus, plugins, results)
+
+
+def _dcgm_json(node, gpus, plugins, results):
+    """dcgmi diag -j: the JSON form."""
+    cats = []
+    for cat, p in plugins:
+        _, res, per, msgs = results[p]
+        entry = {
+            "name": p,
+            "results": [
+                {"entity_group": "GPU", "entity_group_id": 1, "entity_id": g, "status": s}
+                for g, s in per.items()
+            ],
+            "test_summary": {
+                "status": res,
+                "warnings": [{"warning": m, "error_id": 81} for m in msgs],
+            },
+        }
+        for c in cats:
+            if c["category"] == cat:
+                c["tests"].append(entry)
+                break
+        else:
+            cats.append({"category": cat, "tests": [entry]})
+    text = (
+        json.dumps(
+            {
+                "DCGM Diagnostic": {"test_categories": cats},
+                "version": node.hw["dcgm"],
+                "Driver Version Detected": node.hw["driver"],
+                "GPU Device IDs": [node.hw["gpu_device_id"]] * len(gpus),
+            },
+            indent=4,
         )
-        emit(node, "dcgmi", text)
-        return 1 if any(r[1] == "Fail" for r in results.values()) else 0
+        + "\n"
+    )
+    emit(node, "dcgmi", text)
+    return 1 if any(r[1] == "Fail" for r in results.values()) else 0
+
+
+def _dcgm_table(node, gpus, plugins, results):
+    """dcgmi diag: the boxed table."""
     top = "+" + "-" * 27 + "+" + "-" * 48 + "+\n"
     out = "Successfully ran diagnostic for group.\n" + top
     out += (
