@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from labkit import playbook, validate, validate_argv
+from labkit import provision_hosts, validate, validate_argv
 from test_lab import pytestmark  # noqa: F401  (same skip/require rules)
 
 from rackops import lab
@@ -29,12 +29,7 @@ def lab_with(tmp: Path, nodes: int, scenario: str) -> Iterator[Path]:
     inv = tmp / "inv"
     lab.up(nodes=nodes, scenario=str(tmp / "scenario.yaml"), inventory=str(inv))
     try:
-        proc = playbook(inv, "lab-hardware.yml")
-        assert proc.returncode in (0, 4), proc.stdout[-2000:]  # 4: an unreachable node
-        qos = playbook(
-            inv, "provision.yml", "--tags", "net_mtu,hugepages,irq_affinity,roce_host_qos"
-        )
-        assert qos.returncode in (0, 4), qos.stdout[-2000:]  # host tuning as designed
+        provision_hosts(inv, scenario)  # host tuning as designed
         yield inv
     finally:
         lab.down()
