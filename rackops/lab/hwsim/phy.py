@@ -367,37 +367,7 @@ def mlxlink(node, args):
     out += _rec("amBER Version", "4.6")
     out += _rec("MFT Version", "mft 4.33.0-169")
     if "-m" in args or "--show_module" in args:
-        rx, tx, bias = _lanes(node, dev)
-        m = MODULE
-
-        def lane_values(vals, window, fmt="%.3f"):
-            return "%s [%s..%s]" % (",".join(fmt % v for v in vals), _g(window[0]), _g(window[3]))
-
-        out += "\nModule Info\n-----------\n"
-        out += _rec("Identifier", "OSFP")
-        out += _rec("Compliance", "400GBASE-SR4")
-        out += _rec("Cable Technology", "850 nm VCSEL")
-        out += _rec("Cable Type", "Optical Module (separated)")
-        out += _rec("OUI", "Mellanox")
-        out += _rec("Vendor Name", m["vendor"])
-        out += _rec("Vendor Part Number", m["pn"])
-        out += _rec(
-            "Vendor Serial Number",
-            "MT24%02d%02dFT%05d"
-            % (node.index, node.hcas().index(dev), node.index * 100 + node.hcas().index(dev)),
-        )
-        out += _rec("Rev", "A3")
-        out += _rec("Wavelength [nm]", "850")
-        out += _rec("Transfer Distance [m]", "50")
-        out += _rec("Digital Diagnostic Monitoring", "Yes")
-        out += _rec(
-            "Temperature [C]",
-            "%d [%s..%s]" % (round(m["temp_c"]), _g(m["temp_window"][0]), _g(m["temp_window"][3])),
-        )
-        out += _rec("Voltage [mV]", "3291.7 [2970..3630]")
-        out += _rec("Bias Current [mA]", lane_values(bias, m["bias_window"]))
-        out += _rec("Rx Power Current [dBm]", lane_values(rx, m["rx_window"]))
-        out += _rec("Tx Power Current [dBm]", lane_values(tx, m["tx_window"]))
+        out += _module_info(node, dev)
     if "-c" in args:
         bits = 8 * (c["tx_bytes"] + c["rx_bytes"]) or 1
         raw = counters.raw_ber(node, dev) if c["corrected_bits"] else 0
@@ -423,6 +393,43 @@ def mlxlink(node, args):
         out += _rec("Physical Grade", ",".join("8240" for _ in range(lanes)))
         out += _rec("Height Eye Opening [mV]", ",".join("112,118,115" for _ in range(1)) + ",113")
         out += _rec("Phase  Eye Opening [psec]", ",".join("14" for _ in range(lanes)))
+    return out
+
+
+def _module_info(node, dev):
+    """mlxlink -m: the module's section."""
+    out = ""
+    rx, tx, bias = _lanes(node, dev)
+    m = MODULE
+
+    def lane_values(vals, window, fmt="%.3f"):
+        return "%s [%s..%s]" % (",".join(fmt % v for v in vals), _g(window[0]), _g(window[3]))
+
+    out += "\nModule Info\n-----------\n"
+    out += _rec("Identifier", "OSFP")
+    out += _rec("Compliance", "400GBASE-SR4")
+    out += _rec("Cable Technology", "850 nm VCSEL")
+    out += _rec("Cable Type", "Optical Module (separated)")
+    out += _rec("OUI", "Mellanox")
+    out += _rec("Vendor Name", m["vendor"])
+    out += _rec("Vendor Part Number", m["pn"])
+    out += _rec(
+        "Vendor Serial Number",
+        "MT24%02d%02dFT%05d"
+        % (node.index, node.hcas().index(dev), node.index * 100 + node.hcas().index(dev)),
+    )
+    out += _rec("Rev", "A3")
+    out += _rec("Wavelength [nm]", "850")
+    out += _rec("Transfer Distance [m]", "50")
+    out += _rec("Digital Diagnostic Monitoring", "Yes")
+    out += _rec(
+        "Temperature [C]",
+        "%d [%s..%s]" % (round(m["temp_c"]), _g(m["temp_window"][0]), _g(m["temp_window"][3])),
+    )
+    out += _rec("Voltage [mV]", "3291.7 [2970..3630]")
+    out += _rec("Bias Current [mA]", lane_values(bias, m["bias_window"]))
+    out += _rec("Rx Power Current [dBm]", lane_values(rx, m["rx_window"]))
+    out += _rec("Tx Power Current [dBm]", lane_values(tx, m["tx_window"]))
     return out
 
 
