@@ -106,6 +106,13 @@ def nccl(node, tool, args):
     while s <= o["e"]:
         sizes.append(s)
         s = s * o["f"] if o["f"] > 1 else s + 1
+    out, oob = _nccl_text(node, tool, o, ranks, nodes, sizes, peak, factor, wrong, coll)
+    emit(node, tool, out)
+    return 1 if oob else 0
+
+
+def _nccl_text(node, tool, o, ranks, nodes, sizes, peak, factor, wrong, coll):
+    """The text nccl-tests prints: preamble, ranks, the table, the summary."""
     gen = str(node.formats.get("nccl-tests", "2025"))
     out = ""
     if gen == "2025":
@@ -171,8 +178,7 @@ def nccl(node, tool, args):
     )
     if gen == "2025":
         out += "# Collective test concluded: %s\n#\n" % tool
-    emit(node, tool, out)
-    return 1 if oob else 0
+    return out, oob
 
 
 def _f(x, w):
