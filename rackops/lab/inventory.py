@@ -37,6 +37,98 @@ def _dump(path: Path, header: str, data: Any) -> None:
     )
 
 
+# The lab fabric: RoCE with NVIDIA's defaults
+LAB_FABRIC: dict[str, Any] = {
+    "type": "roce",
+    "mtu": {"host": 9000, "switch": 9216},
+    "roce": {
+        "dscp": 26,
+        "priority": 3,
+        "cnp_dscp": 48,
+        "cnp_priority": 6,
+        "pfc_priorities": [3],
+        "nccl_ib_tc": 106,
+        "trust": "dscp",
+        "ecn": {
+            "min_threshold_bytes": 150000,
+            "max_threshold_bytes": 1500000,
+            "mark_probability_pct": 100,
+        },
+        "pfc_watchdog": {
+            "enabled": True,
+            "detection_time_ms": 200,
+            "restoration_time_ms": 400,
+            "action": "drop",
+        },
+    },
+}
+
+
+def _connection_vars(state: LabState) -> dict[str, Any]:
+    """How Ansible reaches the lab targets, and what the roles may apply there."""
+    return {
+        "ansible_user": "ci",
+        "ansible_become": True,
+        "ansible_python_interpreter": "/usr/bin/python3",
+        "ansible_ssh_private_key_file": str(state.key),
+        # the lab's targets get fresh host keys at every `lab up`: only here is host-key
+        # checking off (ansible.cfg keeps it on for every real rack)
+        "ansible_host_key_checking": False,
+        "ansible_ssh_common_args": (
+            "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR "
+            f"-o ControlMaster=auto -o ControlPersist=60s -o ControlPath={state.workdir}/cm-%C"
+        ),
+        "rackops_lab": True,
+        **(
+            {
+                # `lab up --slurm`: the nodes are in the lab's Slurm (lab/slurm.py)
+                "rackops_scheduler": "slurm",
+                "rackops_slurm_conf": str(state.workdir / "slurm" / "etc" / "slurm.conf"),
+                # Debian's slurmd has the pmi2 plugin built in (pmix needs libpmix)
+                "rackops_slurm_mpi": "pmi2",
+                # the lab machine's own environment means nothing in a target
+                "rackops_slurm_export": "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:"
+                "/usr/bin:/sbin:/bin,LANG=C.UTF-8",
+            }
+            if state.slurm
+            else {}
+        ),
+        "rackops_lab_repo": "/srv/rackops-repo",
+        "rackops_apply_runtime": False,  # kernel-global settings would hit the lab machine
+        "ofed_manage_repo": False,  # the lab's stand-in repository is already an apt source
+        # Per target, not kernel-global, so applied for real: mlnx_qos state (hwsim),
+        # netdev MTU (the target's network namespace), and the simulated sysfs/procfs
+        # under rackops_hw_root (hugepage counters, IRQ affinity, ECN)
+        "rackops_hw_root": HW_ROOT,
+        "roce_host_qos_apply_runtime": True,
+        "net_mtu_apply_runtime": True,
+        "hugepages_apply_runtime": True,
+        "irq_affinity_apply_runtime": True,
+        # /proc/sys/net is the target's own only under systemd-nspawn
+        "net_mtu_apply_sysctls": state.engine == "nspawn",
+    }
+
+
+def _write_ssh_config(state: LabState) -> None:
+    """ssh_config for the lab targets (ssh -F), beside the inventory, not in it."""
+    nodes = state.nodes
+    lines = []
+    for n in nodes:
+        lines += [
+            f"Host {n.name}",
+            f"  HostName {n.ssh_host}",
+            f"  Port {n.ssh_port}",
+            "  User ci",
+            f"  IdentityFile {state.key}",
+            "  StrictHostKeyChecking no",
+            "  UserKnownHostsFile /dev/null",
+            "  LogLevel ERROR",
+            "",
+        ]
+    # Outside the inventory directory: Ansible would try to read it as an inventory source.
+    (state.workdir / "ssh_config").write_text("\n".join(lines))
+
+
 def write_inventory(state: LabState, dest: Path) -> None:
     nodes: list[LabNode] = state.nodes
     for old in (dest / "host_vars").glob("*.yml") if (dest / "host_vars").exists() else []:
@@ -86,32 +178,7 @@ def write_inventory(state: LabState, dest: Path) -> None:
     _dump(
         dest / "group_vars" / "all" / "fabric.yml",
         "The lab fabric: RoCE, NVIDIA defaults.",
-        {
-            "rackops_fabric": {
-                "type": "roce",
-                "mtu": {"host": 9000, "switch": 9216},
-                "roce": {
-                    "dscp": 26,
-                    "priority": 3,
-                    "cnp_dscp": 48,
-                    "cnp_priority": 6,
-                    "pfc_priorities": [3],
-                    "nccl_ib_tc": 106,
-                    "trust": "dscp",
-                    "ecn": {
-                        "min_threshold_bytes": 150000,
-                        "max_threshold_bytes": 1500000,
-                        "mark_probability_pct": 100,
-                    },
-                    "pfc_watchdog": {
-                        "enabled": True,
-                        "detection_time_ms": 200,
-                        "restoration_time_ms": 400,
-                        "action": "drop",
-                    },
-                },
-            }
-        },
+        {"rackops_fabric": LAB_FABRIC},
     )
     _dump(
         dest / "group_vars" / "all" / "versions.yml",
@@ -121,47 +188,7 @@ def write_inventory(state: LabState, dest: Path) -> None:
     _dump(
         dest / "group_vars" / "gpu_nodes" / "lab.yml",
         "How Ansible reaches the lab targets.",
-        {
-            "ansible_user": "ci",
-            "ansible_become": True,
-            "ansible_python_interpreter": "/usr/bin/python3",
-            "ansible_ssh_private_key_file": str(state.key),
-            # the lab's targets get fresh host keys at every `lab up`: only here is host-key
-            # checking off (ansible.cfg keeps it on for every real rack)
-            "ansible_host_key_checking": False,
-            "ansible_ssh_common_args": (
-                "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR "
-                f"-o ControlMaster=auto -o ControlPersist=60s -o ControlPath={state.workdir}/cm-%C"
-            ),
-            "rackops_lab": True,
-            **(
-                {
-                    # `lab up --slurm`: the nodes are in the lab's Slurm (lab/slurm.py)
-                    "rackops_scheduler": "slurm",
-                    "rackops_slurm_conf": str(state.workdir / "slurm" / "etc" / "slurm.conf"),
-                    # Debian's slurmd has the pmi2 plugin built in (pmix needs libpmix)
-                    "rackops_slurm_mpi": "pmi2",
-                    # the lab machine's own environment means nothing in a target
-                    "rackops_slurm_export": "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:"
-                    "/usr/bin:/sbin:/bin,LANG=C.UTF-8",
-                }
-                if state.slurm
-                else {}
-            ),
-            "rackops_lab_repo": "/srv/rackops-repo",
-            "rackops_apply_runtime": False,  # kernel-global settings would hit the lab machine
-            "ofed_manage_repo": False,  # the lab's stand-in repository is already an apt source
-            # Per target, not kernel-global, so applied for real: mlnx_qos state (hwsim),
-            # netdev MTU (the target's network namespace), and the simulated sysfs/procfs
-            # under rackops_hw_root (hugepage counters, IRQ affinity, ECN)
-            "rackops_hw_root": HW_ROOT,
-            "roce_host_qos_apply_runtime": True,
-            "net_mtu_apply_runtime": True,
-            "hugepages_apply_runtime": True,
-            "irq_affinity_apply_runtime": True,
-            # /proc/sys/net is the target's own only under systemd-nspawn
-            "net_mtu_apply_sysctls": state.engine == "nspawn",
-        },
+        _connection_vars(state),
     )
     _dump(
         dest / "group_vars" / "gpu_nodes" / "tuning.yml",
@@ -174,18 +201,4 @@ def write_inventory(state: LabState, dest: Path) -> None:
             }
         },
     )
-    lines = []
-    for n in nodes:
-        lines += [
-            f"Host {n.name}",
-            f"  HostName {n.ssh_host}",
-            f"  Port {n.ssh_port}",
-            "  User ci",
-            f"  IdentityFile {state.key}",
-            "  StrictHostKeyChecking no",
-            "  UserKnownHostsFile /dev/null",
-            "  LogLevel ERROR",
-            "",
-        ]
-    # Outside the inventory directory: Ansible would try to read it as an inventory source.
-    (state.workdir / "ssh_config").write_text("\n".join(lines))
+    _write_ssh_config(state)
