@@ -37,3 +37,19 @@ def test_validate_and_the_scheduler_do_not_import_the_lab() -> None:
     assert _offenders("validate", "rackops.lab") == []
     assert _offenders("scheduler", "rackops.lab") == []
     assert _offenders("scheduler", "rackops.validate") == []
+
+
+# functions that are data tables written as code (the stand-in repository's package set)
+DATA_TABLES = {("lab/repo.py", "packages")}
+
+
+def test_no_function_is_over_100_lines_outside_data_tables() -> None:
+    long = []
+    for path in PKG.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                where = (str(path.relative_to(PKG)), node.name)
+                if lines > 100 and where not in DATA_TABLES:
+                    long.append(f"{where[0]}:{node.lineno} {node.name} ({lines} lines)")
+    assert long == [], long

@@ -217,17 +217,8 @@ def up(
     log: list[str] | None = None,
 ) -> LabState:
     log = log if log is not None else []
-    if not 1 <= nodes <= 200:
-        raise LabError(f"--nodes {nodes}: a lab has 1 to 200 nodes")
-    if systemd and engine_name not in ("podman", "nspawn"):
-        raise LabError("--systemd needs podman (systemd as PID 1 via podman --systemd)")
+    _refuse_options(nodes, engine_name, systemd, slurm)
     nspawn_engine = engine_name == "nspawn"
-    if slurm and not nspawn_engine:
-        raise LabError("--slurm needs --engine nspawn (slurmd and munge run under systemd)")
-    if slurm and (why := lab_slurm.python_matches()):
-        raise LabError(f"--slurm: node-check runs on the targets' CPython 3.11, but {why}")
-    if nspawn_engine and shutil.which("systemd-nspawn") is None:
-        raise LabError("--engine nspawn needs systemd-nspawn: apt-get install systemd-container")
     wd = lab_workdir(workdir)
     wd.mkdir(parents=True, exist_ok=True)
     if LabState.load(wd) is not None:
@@ -306,17 +297,38 @@ def up(
     write_inventory(state, state.inventory)
     log.append(f"inventory: {state.inventory}")
     if slurm:
-        try:
-            lab_slurm.sync_inventory(state)
-            lab_slurm.wait_nodes(wd, [n.name for n in state.nodes if n.started])
-        except BaseException:
-            down(workdir=str(wd))
-            raise
-        log.append(
-            f"Slurm: partition {lab_slurm.PARTITION} up; "
-            f"export SLURM_CONF={lab_slurm.conf_path(wd)} (or ssh into a node) to use sinfo"
-        )
+        _slurm_up(state, log)
     return state
+
+
+def _refuse_options(nodes: int, engine_name: str, systemd: bool, slurm: bool) -> None:
+    """Options that cannot make a lab, refused before anything is started."""
+    if not 1 <= nodes <= 200:
+        raise LabError(f"--nodes {nodes}: a lab has 1 to 200 nodes")
+    if systemd and engine_name not in ("podman", "nspawn"):
+        raise LabError("--systemd needs podman (systemd as PID 1 via podman --systemd)")
+    if slurm and engine_name != "nspawn":
+        raise LabError("--slurm needs --engine nspawn (slurmd and munge run under systemd)")
+    if slurm and (why := lab_slurm.python_matches()):
+        raise LabError(f"--slurm: node-check runs on the targets' CPython 3.11, but {why}")
+    if engine_name == "nspawn" and shutil.which("systemd-nspawn") is None:
+        raise LabError("--engine nspawn needs systemd-nspawn: apt-get install systemd-container")
+
+
+def _slurm_up(state: LabState, log: list[str]) -> None:
+    """The lab's Slurm knows the inventory's nodes and has heard from every started one;
+    a lab whose Slurm does not come up is taken down again."""
+    wd = state.workdir
+    try:
+        lab_slurm.sync_inventory(state)
+        lab_slurm.wait_nodes(wd, [n.name for n in state.nodes if n.started])
+    except BaseException:
+        down(workdir=str(wd))
+        raise
+    log.append(
+        f"Slurm: partition {lab_slurm.PARTITION} up; "
+        f"export SLURM_CONF={lab_slurm.conf_path(wd)} (or ssh into a node) to use sinfo"
+    )
 
 
 def _start_nspawn(
