@@ -214,6 +214,43 @@ def test_a_server_that_exits_before_listening_without_a_word_is_tried_once_more(
     assert len(starts) == 2  # tried twice, then reported
 
 
+class RunOnly:
+    """A launcher with no pair or MPI capability (as the local launcher is)."""
+
+    def __init__(self, inner: ReplayExecutor) -> None:
+        self.inner, self.batch, self.info = inner, inner.batch, inner.info
+
+    def run(self, t: Any, argv: Any, timeout: float, become: bool | None = None) -> Any:
+        return self.inner.run(t, argv, timeout)
+
+    def run_many(self, jobs: Any, timeout: float) -> Any:
+        return self.inner.run_many(jobs, timeout)
+
+    def close(self) -> None:
+        return None
+
+
+def test_a_launcher_without_pair_or_mpi_capability_gives_errors_not_a_crash(
+    tmp_path: Path,
+) -> None:
+    from rackops.validate.executor import MpiLauncher, PairLauncher
+    from rackops.validate.local import LocalExecutor
+
+    assert not isinstance(LocalExecutor(), PairLauncher | MpiLauncher)
+    assert isinstance(ReplayExecutor(recording()), PairLauncher)
+    ex = RunOnly(ReplayExecutor(recording()))
+    r, plan = runner(tmp_path, ex)
+    r.run(plan)
+    recs = RunDir(tmp_path).records()
+    pairs = [x for x in recs if x["kind"] == "pair"]
+    assert pairs
+    for x in pairs:
+        (err,) = [f for f in x["findings"] if f["code"] == "PAIR-000"]
+        assert err["status"] == "ERROR", err
+        assert "the ssh launcher cannot run a pair test's server" in err["message"]
+    assert all(s == ["OK"] * len(s) for k, s in statuses(tmp_path).items() if k.startswith("node/"))
+
+
 class Killed(BaseException):  # as a kill: nothing of the runner catches it
     pass
 

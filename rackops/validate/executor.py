@@ -18,7 +18,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 TIMEOUT_RC = 124  # coreutils timeout
 
@@ -95,7 +95,7 @@ class Started(Protocol):
 
 
 class Executor(Protocol):
-    """What the runner needs from a launcher."""
+    """What the runner needs from every launcher: run a command on nodes."""
 
     #: how many nodes one ``run_many`` call should carry (1: one call per node)
     batch: int
@@ -112,9 +112,22 @@ class Executor(Protocol):
         gets a result with ``error`` set, never an exception."""
         ...
 
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class PairLauncher(Protocol):
+    """A launcher that can start a command in the background (a perftest server) while
+    it runs another: what the pair rounds need. SSH and Slurm can; local cannot."""
+
     def start(
         self, t: Target, argv: Sequence[str], timeout: float, become: bool | None = None
     ) -> Started: ...
+
+
+@runtime_checkable
+class MpiLauncher(Protocol):
+    """A launcher that can run one MPI job across nodes (multi-node NCCL)."""
 
     def multi_node(
         self,
@@ -126,5 +139,3 @@ class Executor(Protocol):
     ) -> CommandResult:
         """An MPI job across ``targets`` (multi-node NCCL)."""
         ...
-
-    def close(self) -> None: ...

@@ -1,16 +1,16 @@
-"""The local launcher: commands on this machine (``rackops node-check`` on one node)."""
+"""The local launcher: commands on this machine (``rackops node-check`` on one node). It has
+no pair or MPI capability (``PairLauncher``, ``MpiLauncher``): one node runs no pair test."""
 
 from __future__ import annotations
 
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from rackops.validate.executor import (
     TIMEOUT_RC,
     CommandResult,
     LauncherInfo,
-    Started,
     Target,
     timeout_argv,
 )
@@ -59,21 +59,6 @@ class LocalExecutor:
         self, jobs: Sequence[tuple[Target, Sequence[str]]], timeout: float
     ) -> list[CommandResult]:
         return [self.run(t, argv, timeout) for t, argv in jobs]
-
-    def start(
-        self, t: Target, argv: Sequence[str], timeout: float, become: bool | None = None
-    ) -> Started:
-        raise NotImplementedError("the local launcher runs one node: no pair tests")
-
-    def multi_node(
-        self,
-        targets: Sequence[Target],
-        ranks_per_node: int,
-        argv: Sequence[str],
-        env: Mapping[str, str],
-        timeout: float,
-    ) -> CommandResult:
-        raise NotImplementedError("the local launcher runs one node: no multi-node jobs")
 
     def close(self) -> None:
         return None

@@ -28,7 +28,14 @@ from rackops.suites import Suite
 from rackops.tools import get as get_tool
 from rackops.tools import judge_live
 from rackops.tools.base import Context
-from rackops.validate.executor import CommandResult, Executor, Started, Target
+from rackops.validate.executor import (
+    CommandResult,
+    Executor,
+    MpiLauncher,
+    PairLauncher,
+    Started,
+    Target,
+)
 from rackops.validate.peergate import peer_findings
 from rackops.validate.physical import Physical
 from rackops.validate.plan import PERFTEST_PORT, NodeCheck, Plan, hca_on_rail
@@ -417,6 +424,8 @@ class Runner:
         retried = False
         while True:
             argv[port_at] = str(port + shifts[0])
+            if not isinstance(self.executor, PairLauncher):
+                return f"the {self.executor.info.name} launcher cannot run a pair test's server"
             try:
                 handle = self.executor.start(self.targets[server], argv, timeout)
             except Exception as exc:
@@ -581,9 +590,13 @@ class Runner:
                 "-n",
                 str(params.iterations),
             ]
-            result = self.executor.multi_node(
-                [self.targets[n] for n in nodes], gpus, argv, env, params.timeout_s
-            )
+            if isinstance(self.executor, MpiLauncher):
+                result = self.executor.multi_node(
+                    [self.targets[n] for n in nodes], gpus, argv, env, params.timeout_s
+                )
+            else:
+                why = f"the {self.executor.info.name} launcher cannot launch a multi-node job"
+                result = CommandResult(nodes[0], tuple(argv), None, "", "", 0.0, error=why)
             subj = Subject(node=",".join(nodes))
             if result.error or result.timed_out:
                 findings = [
