@@ -21,6 +21,7 @@ from rackops.suites import load_suite
 from rackops.validate.executor import remote_command
 from rackops.validate.localise import localise
 from rackops.validate.plan import RoundRobin, make_plan, random_matchings, suspect_rounds
+from rackops.validate.records import SCHEMA
 from rackops.validate.report import write_reports
 from rackops.validate.rundir import RunDir
 
@@ -345,3 +346,28 @@ def test_a_cut_line_is_reported_beside_the_good_records_and_resume_drops_it(
     assert any(e["code"] == "RUN-001" for e in report["errors"])
     again = RunDir(run_dir.path)
     assert again.compact() == 1 and again.records() and again.unreadable == []
+
+
+def test_records_carry_their_schema_and_an_older_run_is_read_a_newer_refused(
+    run_dir: RunDir, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = [json.loads(x) for x in run_dir.results.read_text().splitlines()]
+    assert {x["schema"] for x in lines} == {SCHEMA}
+    # schema 1: the same records without the key (runs from before it) read as they are
+    old = RunDir(run_dir.path.parent / "old")
+    old.results.write_text(
+        "".join(json.dumps({k: v for k, v in x.items() if k != "schema"}) + "\n" for x in lines)
+    )
+    assert [r["id"] for r in old.records()] == [x["id"] for x in lines]
+    assert write_reports(old)[1].exit_code == write_reports(run_dir)[1].exit_code
+    # a record of a kind no rackops writes is not a record
+    with old.results.open("a") as fh:
+        fh.write(json.dumps({**lines[0], "id": "x", "kind": "mystery"}) + "\n")
+    assert "x" not in {r["id"] for r in old.records()} and old.unreadable
+    # a newer schema is refused, naming the line and what to do
+    with run_dir.results.open("a") as fh:
+        fh.write(json.dumps({**lines[0], "schema": SCHEMA + 1}) + "\n")
+    assert main(["report", str(run_dir.path)]) == 3  # unreadable input, as everywhere
+    err = capsys.readouterr().err
+    assert f"results.jsonl:{len(lines) + 1}: a record of schema {SCHEMA + 1}" in err, err
+    assert "newer rackops" in err

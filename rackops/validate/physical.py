@@ -44,6 +44,7 @@ from rackops.profiles import Profile
 from rackops.suites import PhyParams
 from rackops.validate.batch import Part, script, split
 from rackops.validate.executor import CommandResult, Executor, Target
+from rackops.validate.records import Record
 from rackops.validate.rundir import RunDir
 
 SETTLE_POLL_S = 2.0
@@ -117,17 +118,11 @@ class Physical:
         meta["seen"] = {
             f"{k[0]}/{k[1]}": (asdict(v) if v else None) for k, v in sorted(seen.items())
         }
-        record: dict[str, Any] = {
-            "id": "cabling",
-            "kind": "cabling",
-            "node": None,
-            "tool": meta["source"],
-            "findings": [f.as_dict() for f in findings],
-            "meta": meta,
-        }
-        if result is not None:
-            record.update(self.rundir.save_output("cabling/iblinkinfo", result))
-        self.rundir.append(record)
+        output = self.rundir.save_output("cabling/iblinkinfo", result) if result else {}
+        findings_json = [f.as_dict() for f in findings]
+        self.rundir.append(
+            Record("cabling", "cabling", None, meta["source"], findings_json, meta, output)
+        )
 
     # ------------------------------------------------------------ snapshots
     def _commands(self, node: Node, after: bool) -> list[tuple[str, list[str]]]:
@@ -402,13 +397,15 @@ class Physical:
     ) -> None:
         """The snapshot before the pairs is a baseline (kind ``snapshot``); the judged one
         after them is a node check (kind ``node``), so a failing port is an HCA culprit."""
-        rec: dict[str, Any] = {
-            "id": f"phy/{name}/{phase}",
-            "kind": "snapshot" if phase == "before" else "node",
-            "node": name,
-            "tool": "phy",
-            "findings": [f.as_dict() for f in findings],
-            "meta": meta,
-        }
-        rec.update(self.rundir.save_output(f"phy/{name}/{phase}", result))
-        self.rundir.append(rec)
+        step = f"phy/{name}/{phase}"
+        self.rundir.append(
+            Record(
+                step,
+                "snapshot" if phase == "before" else "node",
+                name,
+                "phy",
+                [f.as_dict() for f in findings],
+                meta,
+                self.rundir.save_output(step, result),
+            )
+        )

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from rackops.validate.executor import CommandResult
+from rackops.validate.records import Record, accept
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
@@ -34,10 +35,10 @@ class RunDir:
         bad = []
         for n, line in enumerate(self.results.read_text(errors="replace").splitlines(), 1):
             try:
-                rec = json.loads(line)
+                rec = accept(json.loads(line), f"{self.results}:{n}")
             except json.JSONDecodeError:
                 rec = None
-            if isinstance(rec, dict) and {"id", "kind", "findings"} <= rec.keys():
+            if rec is not None:
                 out.append(rec)
             elif line.strip():
                 bad.append(n)  # cut by a crash, or not ours: the report says so
@@ -72,8 +73,9 @@ class RunDir:
             "stderr": str(err.relative_to(self.path)),
         }
 
-    def append(self, record: dict[str, Any]) -> None:
-        line = json.dumps(record, sort_keys=True)
+    def append(self, record: Record | dict[str, Any]) -> None:
+        rec = record if isinstance(record, Record) else Record.of(record)
+        line = json.dumps(rec.as_json(), sort_keys=True)
         with self._lock, self.results.open("a") as fh:
             fh.write(line + "\n")
             fh.flush()

@@ -39,6 +39,7 @@ from rackops.validate.executor import (
 from rackops.validate.peergate import peer_findings
 from rackops.validate.physical import Physical
 from rackops.validate.plan import PERFTEST_PORT, NodeCheck, Plan, hca_on_rail
+from rackops.validate.records import Kind, Record
 from rackops.validate.rundir import RunDir
 
 Progress = Callable[[str], None]
@@ -126,24 +127,16 @@ class Runner:
     def _record(
         self,
         step_id: str,
-        kind: str,
+        kind: Kind,
         node: str | None,
         tool: str,
         result: CommandResult | None,
         findings: list[Finding],
         meta: dict[str, Any] | None = None,
     ) -> None:
-        rec: dict[str, Any] = {
-            "id": step_id,
-            "kind": kind,
-            "node": node,
-            "tool": tool,
-            "findings": [f.as_dict() for f in findings],
-            "meta": meta or {},
-        }
-        if result is not None:
-            rec.update(self.rundir.save_output(step_id, result))
-        self.rundir.append(rec)
+        output = self.rundir.save_output(step_id, result) if result is not None else {}
+        findings_json = [f.as_dict() for f in findings]
+        self.rundir.append(Record(step_id, kind, node, tool, findings_json, meta or {}, output))
 
     # ---------------------------------------------------------------- stage 1
     def node_stage(self, plan: Plan, done: set[str]) -> set[str]:
