@@ -185,7 +185,7 @@ def test_a_server_that_exits_before_listening_without_a_word_is_tried_once_more(
 ) -> None:
     """A launcher that loses a server step (srun exits with no output) costs one retry on
     the same port, not a pair ERROR; a server that keeps failing is an ERROR with its rc."""
-    monkeypatch.setattr("rackops.validate.runner.SERVER_RETRY_DELAY_S", 0.0)
+    monkeypatch.setattr("rackops.validate.stages.pairs.SERVER_RETRY_DELAY_S", 0.0)
     rec = recording()
     lost = Reply(rc=1, listens=False)
     server = rec.by_tool[("*", "ib_write_bw")]
@@ -249,6 +249,34 @@ def test_a_launcher_without_pair_or_mpi_capability_gives_errors_not_a_crash(
         assert err["status"] == "ERROR", err
         assert "the ssh launcher cannot run a pair test's server" in err["message"]
     assert all(s == ["OK"] * len(s) for k, s in statuses(tmp_path).items() if k.startswith("node/"))
+
+
+def test_each_stage_runs_alone_on_the_replaying_launcher(tmp_path: Path) -> None:
+    """The stages (rackops.validate.stages) are separable: each writes its own kind of
+    record and nothing else, every step once."""
+    ex = ReplayExecutor(recording())
+    r, plan = runner(tmp_path / "nodes", ex)
+    assert r.node_stage(plan, set()) == set()
+    kinds = {x["kind"] for x in RunDir(tmp_path / "nodes").records()}
+    ids = [x["id"] for x in RunDir(tmp_path / "nodes").records()]
+    assert kinds == {"node"} and len(ids) == len(set(ids))
+    assert {c.how for c in ex.calls} == {"run"}
+
+    ex = ReplayExecutor(recording())
+    r, plan = runner(tmp_path / "pairs", ex)
+    r.pair_stage(plan, set(), set())
+    recs = RunDir(tmp_path / "pairs").records()
+    assert {x["kind"] for x in recs} == {"pair"}
+    links = len(plan.rails) * sum(len(rnd.pairs) for rnd in plan.rounds)
+    assert sorted({x["id"].split("/", 1)[0] for x in recs}) == ["lat", "pair"]
+    assert len(recs) == 2 * links  # bandwidth and latency of every link, once
+
+    ex = ReplayExecutor(recording())
+    r, plan = runner(tmp_path / "nccl", ex)
+    r.nccl_stage(plan, set(), set())
+    recs = RunDir(tmp_path / "nccl").records()
+    assert [x["kind"] for x in recs] == ["nccl"] * len(plan.nccl_groups)
+    assert [c.how for c in ex.calls] == ["multi_node"] * len(plan.nccl_groups)
 
 
 class Killed(BaseException):  # as a kill: nothing of the runner catches it

@@ -1,0 +1,178 @@
+"""Stage 1: every per-node check on every node at once (the tool registry says what each
+reads and how it is judged)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from typing import Any
+
+from rackops.findings import Finding, Status, Subject, worst
+from rackops.tools import get as get_tool
+from rackops.tools import judge_live
+from rackops.validate.executor import (
+    CommandResult,
+)
+from rackops.validate.plan import NodeCheck, Plan
+from rackops.validate.stages.base import StageBase, bar
+
+
+class NodeStage(StageBase):
+    def node_stage(self, plan: Plan, done: set[str]) -> set[str]:
+        """Per-node checks on all nodes at once; returns the nodes that were unreachable."""
+        unreachable: set[str] = set()
+        # Longest expected check first (LPT): every node's slowest tool starts at once and
+        # the quick ones fill the remaining workers, so the stage lasts about as long as the
+        # slowest tool rather than queueing it behind quick ones.
+        todo = sorted(
+            (
+                (n, c)
+                for n in plan.nodes
+                for c in self._expand(n, plan.node_checks)
+                if f"node/{n}/{c.name}" not in done
+            ),
+            key=lambda nc: (-nc[1].expected_s, nc[1].name),  # a check's nodes side by side
+        )
+        for rec in self.rundir.records():
+            if rec["kind"] == "unreachable":
+                unreachable.add(rec["node"])
+        # one work item: a check on up to executor.batch nodes (SSH: one node; Slurm: one
+        # srun across many), each node's result judged and recorded as it comes back
+        items: list[list[tuple[str, NodeCheck]]] = []
+        for nc in todo:
+            last = items[-1] if items else None
+            if (
+                last is not None
+                and len(last) < self.executor.batch
+                and last[0][1].name == nc[1].name
+            ):
+                last.append(nc)
+            else:
+                items.append([nc])
+
+        def one(item: list[tuple[str, NodeCheck]]) -> None:
+            live = [(n, c) for n, c in item if n not in unreachable]
+            if not live:
+                return
+            results = self.executor.run_many(
+                [(self.targets[n], c.argv) for n, c in live], max(c.timeout_s for _, c in live)
+            )
+            for (node, check), result in zip(live, results, strict=True):
+                self._node_result(node, check, result, unreachable)
+
+        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
+            for i, _ in enumerate(pool.map(one, items), 1):
+                if i % max(1, len(items) // 10) == 0 or i == len(items):
+                    self.progress(f"[nodes] {bar(i, len(items))} checks")
+        return unreachable
+
+    def _node_result(
+        self, node: str, check: NodeCheck, result: CommandResult, unreachable: set[str]
+    ) -> None:
+        step = f"node/{node}/{check.name}"
+        if result.error is not None:
+            if node not in unreachable:
+                unreachable.add(node)
+                self._record(
+                    f"unreachable/{node}",
+                    "unreachable",
+                    node,
+                    self.executor.info.name,
+                    None,
+                    [
+                        Finding(
+                            "NODE-000",
+                            Status.ERROR,
+                            Subject(node=node),
+                            f"not reachable over {self.executor.info.label}: {result.error}",
+                            remediation=self.executor.info.unreachable_fix,
+                        )
+                    ],
+                )
+            return
+        findings = self._judge(node, check.tool, result, check.timeout_s)
+        meta: dict[str, Any] = {}
+        phy = self.suite.checks.physical
+        if get_tool(check.tool).settles and phy is not None and worst(findings) is Status.FAIL:
+            # hold-down: a link still training at bring-up settles before it is judged
+            deadline = time.monotonic() + phy.hold_down_s
+            tries = 1
+            while worst(findings) is Status.FAIL and time.monotonic() + 2 <= deadline:
+                time.sleep(2)
+                again = self.executor.run(self.targets[node], check.argv, check.timeout_s)
+                if again.error is not None:
+                    break
+                result, tries = again, tries + 1
+                findings = self._judge(node, check.tool, result, check.timeout_s)
+            meta = {"hold_down_tries": tries}
+        if "/" in check.name:  # a per-HCA check: its findings name the HCA and its port
+            dev = check.name.split("/", 1)[1]
+            h = next(x for x in self.cluster.node(node).hcas if x.device == dev)
+            findings = [
+                replace(
+                    f,
+                    subject=replace(
+                        f.subject, hca=dev, port=1, switch=h.switch, switch_port=h.port
+                    ),
+                )
+                for f in findings
+            ]
+        self._record(step, "node", node, check.tool, result, findings, meta)
+
+    def _expand(self, node: str, checks: Sequence[NodeCheck]) -> list[NodeCheck]:
+        """Per-HCA checks become one check per cabled HCA of this node; ``{netdevs}`` and
+        ``{hw_root}`` take this node's values."""
+        out = []
+        n = self.cluster.node(node)
+        for c in checks:
+            if "{netdevs}" in c.argv or "{hw_root}" in c.argv:
+                argv: list[str] = []
+                for a in c.argv:
+                    if a == "{netdevs}":
+                        argv += [h.netdev for h in n.hcas]
+                    else:
+                        argv.append(n.hw_root if a == "{hw_root}" else a)
+                c = replace(c, argv=tuple(argv))
+            if not c.per_hca:
+                out.append(c)
+                continue
+            for h in self.cluster.node(node).hcas:
+                out.append(
+                    replace(
+                        c,
+                        name=f"{c.name}/{h.device}",
+                        per_hca=False,
+                        argv=tuple(a.replace("{netdev}", h.netdev) for a in c.argv),
+                    )
+                )
+        return out
+
+    def _judge(self, node: str, tool: str, result: CommandResult, timeout: float) -> list[Finding]:
+        subj = Subject(node=node)
+        if result.timed_out:
+            return [
+                Finding(
+                    "RUN-TIMEOUT",
+                    Status.ERROR,
+                    subj,
+                    f"{' '.join(result.argv)} did not finish in {timeout:g} s; killed",
+                    remediation="the tool hangs: check the driver/daemon it talks to "
+                    "(dmesg, nv-hostengine), then rerun",
+                )
+            ]
+        if result.rc == 127:
+            return [
+                Finding(
+                    "RUN-MISSING",
+                    Status.ERROR,
+                    subj,
+                    f"{result.argv[0]} is not installed ({result.stderr.strip()})",
+                    remediation="run the provisioning playbook for this tool",
+                )
+            ]
+        text = result.stdout
+        if get_tool(tool).both_streams or not text.strip():
+            text = result.stdout + "\n" + result.stderr
+        return judge_live(tool, text, self._ctx(node), node)
