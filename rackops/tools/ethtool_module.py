@@ -18,6 +18,10 @@ def check(parsed: Any, ctx: Context, node: str | None) -> list[Finding]:
     return out or [Finding("PHY-OK", Status.OK, subj, "optics within the module's limits")]
 
 
+def argv(netdev: str) -> list[str]:
+    return ["ethtool", "-m", netdev]
+
+
 TOOL = Tool(
     "ethtool-module",
     "transceiver optics",

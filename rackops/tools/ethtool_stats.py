@@ -6,6 +6,11 @@ from rackops.parsers.ethtool_stats import parse_ethtool_stats
 from rackops.tools._phy import COUNTERS_ONLY
 from rackops.tools.base import Binary, Tool
 
+
+def argv(netdev: str) -> list[str]:
+    return ["ethtool", "-S", netdev]
+
+
 TOOL = Tool(
     "ethtool-stats",
     "RoCE port counters",

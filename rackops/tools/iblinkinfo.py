@@ -21,6 +21,8 @@ def check(parsed: Any, ctx: Context, node: str | None) -> list[Finding]:
     return out
 
 
+ARGV = ("iblinkinfo",)
+
 TOOL = Tool(
     "iblinkinfo",
     "InfiniBand fabric links (cabling)",

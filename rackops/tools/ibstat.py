@@ -8,9 +8,11 @@ from rackops.suites import Suite
 from rackops.tools._hca import check_ports
 from rackops.tools.base import Binary, NodeCheck, Tool
 
+ARGV = ("ibstat",)
+
 
 def plan(suite: Suite, cluster: Cluster) -> list[NodeCheck]:
-    return [NodeCheck("ibstat", "ibstat", ("ibstat",), 60, 1)] if suite.checks.hca_ports else []
+    return [NodeCheck("ibstat", "ibstat", ARGV, 60, 1)] if suite.checks.hca_ports else []
 
 
 TOOL = Tool(

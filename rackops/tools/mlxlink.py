@@ -19,6 +19,12 @@ def check(parsed: Any, ctx: Context, node: str | None) -> list[Finding]:
     return out or [Finding("PHY-OK", Status.OK, subj, "BER and optics within limits")]
 
 
+def argv(device: str, module: bool) -> list[str]:
+    """Counters and BER (-c), eye opening (-e), and the module's section (-m) where the
+    optics are read from mlxlink (InfiniBand; RoCE reads them with ethtool -m)."""
+    return ["mlxlink", "-d", device, "-c", "-e", *(["-m"] if module else [])]
+
+
 TOOL = Tool(
     "mlxlink",
     "BER, FEC and optics of one port",

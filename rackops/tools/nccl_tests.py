@@ -10,7 +10,7 @@ from rackops.tools.base import Binary, Context, NodeCheck, Tool
 if TYPE_CHECKING:
     from rackops.findings import Finding
     from rackops.inventory.model import Cluster
-    from rackops.suites import Suite
+    from rackops.suites import NcclParams, Suite
 
 COLLECTIVES = (
     "all_reduce_perf",
@@ -22,16 +22,18 @@ COLLECTIVES = (
 )
 
 
+def argv(p: NcclParams, gpus_per_rank: int) -> list[str]:
+    """One run of the collective from min to max bytes, doubling; ``-g`` GPUs per rank (all
+    eight on one node; one per rank across nodes, a rank per GPU)."""
+    sizes = ["-b", str(p.min_bytes), "-e", str(p.max_bytes), "-f", "2"]
+    return [p.collective, *sizes, "-g", str(gpus_per_rank), "-n", str(p.iterations)]
+
+
 def plan(suite: Suite, cluster: Cluster) -> list[NodeCheck]:
     p = suite.checks.nccl_single_node
     if not p:
         return []
-    argv = (p.collective, "-b", str(p.min_bytes), "-e", str(p.max_bytes), "-f", "2", "-g", "8")
-    return [
-        NodeCheck(
-            "nccl-single-node", "nccl-tests", (*argv, "-n", str(p.iterations)), p.timeout_s, 60
-        )
-    ]
+    return [NodeCheck("nccl-single-node", "nccl-tests", tuple(argv(p, 8)), p.timeout_s, 60)]
 
 
 def check(parsed: Any, ctx: Context, node: str | None) -> list[Finding]:

@@ -6,6 +6,12 @@ from rackops.parsers.perfquery import parse_perfquery
 from rackops.tools._phy import COUNTERS_ONLY
 from rackops.tools.base import Binary, Tool
 
+
+def argv(device: str) -> list[str]:
+    """The extended (64-bit) counters of port 1 of this HCA."""
+    return ["perfquery", "-x", "-C", device, "-P", "1"]
+
+
 TOOL = Tool(
     "perfquery",
     "InfiniBand port counters",

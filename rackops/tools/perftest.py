@@ -8,9 +8,22 @@ from rackops.tools.base import Binary, Context, Tool
 
 if TYPE_CHECKING:
     from rackops.findings import Finding
+    from rackops.suites import PerftestBwParams, PerftestLatParams
 
 BW = ("ib_write_bw", "ib_read_bw", "ib_send_bw")
 LAT = ("ib_write_lat", "ib_read_lat", "ib_send_lat")
+
+
+def bw_options(p: PerftestBwParams, port: int) -> list[str]:
+    """A bandwidth test's options, the same on server and client (-d and the server's
+    address are added per end)."""
+    opts = ["-s", str(p.message_size_bytes), "-D", str(p.duration_s), "-q", str(p.qps)]
+    opts += ["-F", "--report_gbits", "-p", str(port)]
+    return [*opts, "-b"] if p.bidirectional else opts
+
+
+def lat_options(p: PerftestLatParams, port: int) -> list[str]:
+    return ["-s", str(p.message_size_bytes), "-n", str(p.iterations), "-F", "-p", str(port)]
 
 
 def check(parsed: Any, ctx: Context, node: str | None) -> list[Finding]:

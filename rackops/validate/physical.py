@@ -42,6 +42,7 @@ from rackops.inventory.model import Cluster, Hca, Node
 from rackops.parsers import ParseError, parse
 from rackops.profiles import Profile
 from rackops.suites import PhyParams
+from rackops.tools import ethtool_module, ethtool_stats, iblinkinfo, ibstat, mlxlink, perfquery
 from rackops.validate.batch import Part, script, split
 from rackops.validate.executor import CommandResult, Executor, Target
 from rackops.validate.records import Record
@@ -73,7 +74,7 @@ class Physical:
             first = next((n for n in nodes if n not in skip), None)
             if first is not None:
                 result = self.executor.run(
-                    self.targets[first], ["iblinkinfo"], self.params.timeout_s
+                    self.targets[first], list(iblinkinfo.ARGV), self.params.timeout_s
                 )
                 meta["node"] = first
                 try:
@@ -127,14 +128,12 @@ class Physical:
     # ------------------------------------------------------------ snapshots
     def _commands(self, node: Node, after: bool) -> list[tuple[str, list[str]]]:
         ib = self.cluster.fabric.type != "roce"
-        cmds: list[tuple[str, list[str]]] = [("ibstat", ["ibstat"])]
+        cmds: list[tuple[str, list[str]]] = [("ibstat", list(ibstat.ARGV))]
         for h in node.hcas:
             if ib:
-                cmds.append(
-                    (f"perfquery/{h.device}", ["perfquery", "-x", "-C", h.device, "-P", "1"])
-                )
+                cmds.append((f"perfquery/{h.device}", perfquery.argv(h.device)))
             else:
-                cmds.append((f"ethtool-S/{h.device}", ["ethtool", "-S", h.netdev]))
+                cmds.append((f"ethtool-S/{h.device}", ethtool_stats.argv(h.netdev)))
                 hw = f"{node.hw_root}/sys/class/infiniband/{h.device}/ports/1/hw_counters"
                 cmds.append(
                     (
@@ -143,12 +142,10 @@ class Physical:
                     )
                 )
             if after and self.params.ber:
-                argv = ["mlxlink", "-d", h.device, "-c", "-e"]
-                if ib and self.params.optics:
-                    argv.append("-m")
-                cmds.append((f"mlxlink/{h.device}", argv))
+                module = ib and self.params.optics
+                cmds.append((f"mlxlink/{h.device}", mlxlink.argv(h.device, module)))
             if after and self.params.optics and not ib:
-                cmds.append((f"ethtool-m/{h.device}", ["ethtool", "-m", h.netdev]))
+                cmds.append((f"ethtool-m/{h.device}", ethtool_module.argv(h.netdev)))
         return cmds
 
     def snapshot(self, nodes: tuple[str, ...], done: set[str], skip: set[str], phase: str) -> None:

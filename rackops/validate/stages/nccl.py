@@ -5,6 +5,7 @@ from __future__ import annotations
 from rackops.checks.nccl import check_nccl
 from rackops.findings import Finding, Status, Subject, worst
 from rackops.parsers import ParseError, parse
+from rackops.tools import nccl_tests
 from rackops.validate.executor import (
     CommandResult,
     MpiLauncher,
@@ -48,19 +49,7 @@ class NcclStage(StageBase):
                 env["NCCL_IB_TC"] = str(self.cluster.fabric.roce.nccl_ib_tc)
             if self.lab:
                 env["RACKOPS_HWSIM_HOSTS"] = ",".join(nodes)
-            argv = [
-                params.collective,
-                "-b",
-                str(params.min_bytes),
-                "-e",
-                str(params.max_bytes),
-                "-f",
-                "2",
-                "-g",
-                "1",
-                "-n",
-                str(params.iterations),
-            ]
+            argv = nccl_tests.argv(params, 1)  # a rank per GPU
             if isinstance(self.executor, MpiLauncher):
                 result = self.executor.multi_node(
                     [self.targets[n] for n in nodes], gpus, argv, env, params.timeout_s

@@ -12,6 +12,7 @@ from rackops.checks.repeat import combine_attempts
 from rackops.checks.tuning import check_jumbo_ping, designed_mtu
 from rackops.findings import Finding, Status, Subject, worst
 from rackops.parsers import ParseError, parse
+from rackops.tools import perftest, ping
 from rackops.validate.executor import (
     CommandResult,
     PairLauncher,
@@ -127,8 +128,7 @@ class PairStage(StageBase):
             return None
         mtu = min(designed_mtu(s_node, self.cluster), designed_mtu(c_node, self.cluster))
         subj = self._link_subject(server, client, rail)
-        argv = ["ping", "-M", "do", "-s", str(mtu - 28), "-c", "3", "-i", "0.2", "-W", "1"]
-        argv += ["-I", hca_c.netdev, hca_s.address]
+        argv = ping.argv(mtu, hca_c.netdev, hca_s.address)
         result = self.executor.run(self.targets[client], argv, 15)
         saved = self.rundir.save_output(step + "/ping", result)["stdout"]
         if result.error is not None or result.timed_out:
@@ -216,25 +216,11 @@ class PairStage(StageBase):
         if kind == "lat":
             assert lat is not None
             port = self.port_base + 100 + rail  # latency servers never meet bandwidth ones
-            opts = ["-s", str(lat.message_size_bytes), "-n", str(lat.iterations), "-F"]
-            opts += ["-p", str(port)]
+            opts = perftest.lat_options(lat, port)
             tool, size, timeout = lat.tool, lat.message_size_bytes, lat.timeout_s
         else:
             port = self.port_base + rail
-            opts = [
-                "-s",
-                str(bw.message_size_bytes),
-                "-D",
-                str(bw.duration_s),
-                "-q",
-                str(bw.qps),
-                "-F",
-                "--report_gbits",
-                "-p",
-                str(port),
-            ]
-            if bw.bidirectional:
-                opts.append("-b")
+            opts = perftest.bw_options(bw, port)
             tool, size, timeout = bw.tool, bw.message_size_bytes, bw.timeout_s
         server_ip = hca_s.address or s_node.address
         started = self._start_server(server, [tool, "-d", dev_s, *opts], timeout, step, meta)
