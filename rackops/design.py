@@ -20,7 +20,16 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from rackops.inventory.model import Cluster, Fabric, Hca, HostQos, HostTuning, Node, RoceQos
+from rackops.inventory.model import (
+    Cluster,
+    Fabric,
+    Hca,
+    HostQos,
+    HostTuning,
+    Hugepages,
+    Node,
+    RoceQos,
+)
 
 
 @dataclass(frozen=True)
@@ -58,7 +67,23 @@ class HostDesign:
             out["roce"]["pfc_vector"] = self.roce.pfc_vector
             out["roce"]["dscp2prio"] = [[d, p] for d, p in sorted(self.roce.dscp2prio.items())]
         out["tuning"] = self.tuning.model_dump(mode="json")
+        out["hugepages"] = _hugepages_vars(self.tuning)
+        out["irq"] = {"enabled": self.tuning.irq_affinity, "irqbalance": self.tuning.irqbalance}
         return out
+
+
+def _hugepages_vars(tuning: HostTuning) -> dict[str, Any]:
+    """The pool the hugepages role reserves: the design's, or none at all (no pages)."""
+    if tuning.hugepages is not None:
+        return tuning.hugepages.model_dump(mode="json")
+    fields = Hugepages.model_fields
+    return {
+        "size_kb": fields["size_kb"].default,
+        "per_node": {},
+        "total": 0,
+        "boot": fields["boot"].default,
+        "max_ram_pct": fields["max_ram_pct"].default,
+    }
 
 
 def host_design(fabric: Fabric, node: Node) -> HostDesign:
