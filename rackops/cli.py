@@ -262,6 +262,19 @@ def _cmd_resume_nodes(args: argparse.Namespace) -> int:
 
 
 def _cmd_node_check(args: argparse.Namespace) -> int:
+    from rackops.validate.nodecheck import only_one
+
+    with only_one() as alone:
+        if not alone:
+            print(
+                "rackops: node-check is already running on this node; this one steps aside",
+                file=sys.stderr,
+            )
+            return ExitCode.OK
+        return _node_check_alone(args)
+
+
+def _node_check_alone(args: argparse.Namespace) -> int:
     from rackops.scheduler.slurm import slurm_env
     from rackops.validate.nodecheck import node_check, slurm_self_action
 

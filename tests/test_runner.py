@@ -354,3 +354,24 @@ def test_node_check_is_silent_when_healthy_and_names_the_failure_when_not(tmp_pa
     hung = node_check(inv, "lab", "node02", executor=ex)
     assert {c.node for c in ex.calls} == {"node02"}
     assert hung.status.value == "ERROR" and "RUN-TIMEOUT" in hung.line()
+
+
+def test_a_second_node_check_steps_aside_while_one_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Slurm starts its HealthCheckProgram every interval whether or not the last one
+    finished: a node-check that finds another running exits at once, running nothing."""
+    from rackops.cli import main
+    from rackops.validate.nodecheck import LOCK_ENV, only_one
+
+    monkeypatch.setenv(LOCK_ENV, str(tmp_path / "lock"))
+    with only_one() as first:
+        assert first
+        rc = main(["node-check", "-i", str(tmp_path / "no-inventory"), "--drain"])
+        assert rc == 0
+        assert "already running on this node" in capsys.readouterr().err
+        with only_one() as second:
+            assert not second
+    with only_one() as again:  # released: the next one runs (and here finds no inventory)
+        assert again
+    assert main(["node-check", "-i", str(tmp_path / "no-inventory")]) != 0

@@ -638,9 +638,10 @@ def down(*, workdir: str | None = None, purge: bool = False) -> list[str]:
     left = containers.left(PREFIX)
     if left:
         raise LabError(f"could not remove: {', '.join(left)}")
-    lingering = _wait_gone(PREFIX, timeout=20)
+    # a loaded machine takes its time to stop the targets' daemons (munged, slurmd)
+    lingering = _wait_gone(PREFIX, timeout=60)
     if lingering:
-        raise LabError(f"lab processes still running after 20 s: {', '.join(lingering)}")
+        raise LabError(f"lab processes still running after 60 s: {', '.join(lingering)}")
     removed += restore(wd / "host-before.json")
     if purge:
         for img in engine.run(

@@ -15,10 +15,13 @@ never touched.
 
 from __future__ import annotations
 
+import fcntl
+import os
 import socket
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -41,6 +44,32 @@ from rackops.validate.plan import make_plan
 from rackops.validate.report import STATUS_VALUE
 from rackops.validate.rundir import RunDir
 from rackops.validate.runner import Runner
+
+LOCK_ENV = "RACKOPS_NODE_CHECK_LOCK"
+
+
+@contextmanager
+def only_one() -> Iterator[bool]:
+    """True while this is the only node-check running on the machine. Slurm starts its
+    HealthCheckProgram every HealthCheckInterval whether or not the last one finished (and
+    kills each after 60 s): on a loaded node, checks that overlap slow each other down until
+    none finishes and a drained node is never resumed. One runs; the others step aside."""
+    path = Path(os.environ.get(LOCK_ENV) or _lock_dir() / "rackops-node-check.lock")
+    with path.open("a") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _lock_dir() -> Path:
+    run = Path("/run/lock")
+    return run if os.access(run, os.W_OK) else Path(tempfile.gettempdir())
 
 
 @dataclass
