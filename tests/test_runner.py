@@ -180,6 +180,30 @@ def test_a_server_port_held_on_the_node_moves_up_once(tmp_path: Path) -> None:
     assert all(s == ["OK"] * len(s) for k, s in statuses(tmp_path).items() if k.startswith("pair/"))
 
 
+def test_after_a_port_shift_the_client_goes_to_the_port_the_server_listens_on(
+    tmp_path: Path,
+) -> None:
+    rec = recording()
+    held = Reply(
+        rc=1, stderr=" Couldn't bind the server socket: Address already in use\n", listens=False
+    )
+    rec.by_tool[("*", "ib_write_bw")] = [held, *rec.by_tool[("*", "ib_write_bw")]]
+    ex = ReplayExecutor(rec)
+    r, plan = runner(tmp_path, ex)
+    r.run(plan)
+    bw = [c for c in ex.calls if c.argv[0] == "ib_write_bw"]
+    first = next(c for c in bw if c.how == "start")
+    dev = first.argv[2]
+    servers = [c for c in bw if c.how == "start" and c.argv[2] == dev]
+    (client,) = [c for c in bw if c.how == "run" and c.node != first.node and c.argv[2] == dev]
+
+    def port(c: Any) -> str:
+        return str(c.argv[c.argv.index("-p") + 1])
+
+    assert port(servers[1]) != port(servers[0])  # moved up
+    assert port(client) == port(servers[1]), (client.argv, servers[1].argv)
+
+
 def test_a_server_that_exits_before_listening_without_a_word_is_tried_once_more(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -375,3 +399,8 @@ def test_a_second_node_check_steps_aside_while_one_runs(
     with only_one() as again:  # released: the next one runs (and here finds no inventory)
         assert again
     assert main(["node-check", "-i", str(tmp_path / "no-inventory")]) != 0
+    # a lock that cannot be had does not stop the check; it says so
+    monkeypatch.setenv(LOCK_ENV, str(tmp_path / "no-such-dir" / "lock"))
+    with only_one() as unlocked:
+        assert unlocked
+    assert "runs without its lock" in capsys.readouterr().err

@@ -221,6 +221,25 @@ def test_a_link_whose_end_lost_a_test_is_suspected_not_blamed() -> None:
     assert _where(full) == {("hca", "n1", "mlx5_1", None, "leaf-r1")}
 
 
+def test_a_link_whose_own_other_test_errored_is_still_the_link() -> None:
+    """n1–n2 fails bandwidth and its own latency test could not run: both ends pass with
+    every other partner, so the link is named; the lost test is with that same partner."""
+    nodes = ["n0", "n1", "n2", "n3"]
+    bad = lambda a, b, r: r == 1 and {a, b} == {"n1", "n2"}  # noqa: E731
+    bw = _pairs(nodes, [0, 1], bad)
+    lat = _pairs(nodes, [0, 1], lambda a, b, r: False)
+    for rec in lat:
+        rec["id"] = "lat/" + rec["id"].split("/", 1)[1]
+        rec["meta"]["metric"] = "lat"
+        if rec["id"] == "lat/n1-n2/rail1":
+            rec["findings"] = [_finding("PAIR-000", "ERROR", node="n2")]
+    v = localise(bw + lat)
+    assert [(c.kind, {c.node, c.peer.split("/")[0] if c.peer else None}) for c in v.culprits] == [
+        ("link", {"n1", "n2"})
+    ]
+    assert not any(e["code"] == "PAIR-SUSPECT" for e in v.errors), v.errors
+
+
 def test_a_link_failing_where_the_other_metric_blamed_its_end_is_that_ends_evidence() -> None:
     """Latency names n1/mlx5_1 (slow with every partner); one bandwidth failure with n2 is
     more evidence for it, not a link culprit naming n2."""

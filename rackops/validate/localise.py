@@ -373,9 +373,14 @@ class _Rules:
             if owner is not None:  # an end already blamed (by the other metric): its evidence
                 owner.evidence.append(_pair_evidence(rec))
                 continue
-            gaps = {
-                n: self.errored[(n, m["rail"])] for n, _ in ends if self.errored.get((n, m["rail"]))
+            # the partners an end lost a test with, other than this link's own other end
+            # (its own errored test of the other metric says nothing of other partners)
+            ends_here = {m["server"], m["client"]}
+            lost = {
+                n: [p for p in self.errored.get((n, m["rail"]), []) if p not in ends_here]
+                for n, _ in ends
             }
+            gaps = {n: p for n, p in lost.items() if p}
             if gaps:  # an end lost a test: one failing partner may be all it had left
                 self.errors.append(_suspect(rec, gaps))
                 continue

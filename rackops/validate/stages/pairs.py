@@ -142,18 +142,26 @@ class PairStage(StageBase):
         return check_jumbo_ping(parsed, mtu, subject=subj), saved
 
     def _start_server(
-        self, server: str, argv: list[str], timeout: float, step: str, meta: dict[str, Any]
+        self,
+        server: str,
+        head: list[str],
+        opts: list[str],
+        timeout: float,
+        step: str,
+        meta: dict[str, Any],
     ) -> Started | str:
-        """Start a perftest server and wait until it listens. A server that finds its port
-        held moves up once (PORT_RETRY_SHIFTS); one that exits before listening for any other
-        reason (a launcher that lost the step, no output at all) is tried once more on the
-        same port. What it said the last time is the error otherwise."""
-        port_at = argv.index("-p") + 1
-        port = int(argv[port_at])
+        """Start a perftest server (``head`` + ``opts``) and wait until it listens. A server
+        that finds its port held moves up once (PORT_RETRY_SHIFTS), in ``opts`` itself, so
+        the client goes where the server listens; one that exits before listening for any
+        other reason (a launcher that lost the step, no output at all) is tried once more
+        on the same port. What it said the last time is the error otherwise."""
+        port_at = opts.index("-p") + 1
+        port = int(opts[port_at])
         shifts = list(PORT_RETRY_SHIFTS)
         retried = False
         while True:
-            argv[port_at] = str(port + shifts[0])
+            opts[port_at] = str(port + shifts[0])
+            argv = [*head, *opts]
             if not isinstance(self.executor, PairLauncher):
                 return f"the {self.executor.info.name} launcher cannot run a pair test's server"
             try:
@@ -223,7 +231,7 @@ class PairStage(StageBase):
             opts = perftest.bw_options(bw, port)
             tool, size, timeout = bw.tool, bw.message_size_bytes, bw.timeout_s
         server_ip = hca_s.address or s_node.address
-        started = self._start_server(server, [tool, "-d", dev_s, *opts], timeout, step, meta)
+        started = self._start_server(server, [tool, "-d", dev_s], opts, timeout, step, meta)
         if isinstance(started, str):
             return [Finding("PAIR-000", Status.ERROR, subj, started)], None, meta
         handle = started
