@@ -11,6 +11,9 @@ from typing import Any
 
 from test_lab import ROOT, VENV_BIN
 
+from rackops.lab.lab import lab_workdir
+from rackops.lab.scenario import Fault
+
 
 def playbook(inv: Path, name: str, *extra: str) -> subprocess.CompletedProcess[str]:
     """ansible-playbook playbooks/<name> on an inventory, from the repository root."""
@@ -81,3 +84,19 @@ def on_target(ssh_config: Path, node: str, cmd: str) -> str:
     )
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
+
+
+def set_faults(faults: dict[str, list[dict[str, Any]]]) -> None:
+    """Give the up lab's nodes these faults (every other node none), in place: the targets
+    see scenario.json bind-mounted, so the next tool run on them shows it. Faults applied at
+    `lab up` (a leaf port's MTU) are not among those this can change."""
+    path = lab_workdir(None) / "scenario.json"
+    data = json.loads(path.read_text())
+    for node, spec in data["nodes"].items():  # as `lab up` writes them, defaults included
+        spec["faults"] = [
+            Fault.model_validate(f).model_dump(exclude_none=True) for f in faults.get(node, [])
+        ]
+    with path.open("r+") as fh:  # the same file (inode), not a new one: bind mounts keep it
+        fh.seek(0)
+        fh.write(json.dumps(data, indent=1))
+        fh.truncate()

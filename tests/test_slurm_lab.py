@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from labkit import on_target, provision_hosts, validate
+from labkit import on_target, provision_hosts, set_faults, validate
 from test_lab import VENV_BIN, pytestmark  # noqa: F401  (same skip/require rules)
 from test_validate_lab import EXPECTED as SSH_EXPECTED
 from test_validate_lab import FAULTS as SSH_FAULTS
@@ -63,18 +63,6 @@ def states() -> dict[str, tuple[str, str]]:
     return {n: (s, r) for n, s, r in (line.split("|", 2) for line in out.splitlines())}
 
 
-def clear_faults() -> None:
-    """The scenario without faults, written in place: the targets see it bind-mounted."""
-    path = lab_workdir(None) / "scenario.json"
-    data = json.loads(path.read_text())
-    for spec in data["nodes"].values():
-        spec["faults"] = []
-    with path.open("r+") as fh:
-        fh.seek(0)
-        fh.write(json.dumps(data, indent=1))
-        fh.truncate()
-
-
 def test_slurm_launcher_drains_the_rejected_and_resume_gives_them_back(tmp_path: Path) -> None:
     with slurm_lab(tmp_path, 6, FAULTS) as inv:
         assert set(states()) == {f"node{i:02d}" for i in range(1, 7)}
@@ -94,9 +82,13 @@ def test_slurm_launcher_drains_the_rejected_and_resume_gives_them_back(tmp_path:
         assert "drain" not in st["node01"][0]
         assert not slurm("squeue", "-h").strip()  # the allocation was released
 
-        # fixed: a drained node runs no job step, so the re-run goes over SSH
-        clear_faults()
-        rc, again = validate(inv, tmp_path / "again")
+        # fixed: the repaired nodes are re-tested as an engineer would (suspects: each paired
+        # with known-good partners); a drained node runs no job step, so it goes over SSH
+        set_faults({})
+        repaired = "node02,node03,node04,node05"
+        rc, again = validate(
+            inv, tmp_path / "again", "--pairing", "suspects", "--suspects", repaired
+        )
         assert again["culprits"] == [], again["culprits"]
         proc = subprocess.run(
             [str(VENV_BIN / "rackops"), "resume-nodes", str(tmp_path / "again")],

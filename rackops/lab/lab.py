@@ -257,7 +257,11 @@ def up(
     (wd / "scenario.json").write_text(
         json.dumps({**spec.for_hwsim(names, rails), "wiring": as_json(wires)}, indent=1)
     )
-    nets = [f"{PREFIX}-mgmt"] + [f"{PREFIX}-rail{r}" for r in range(RAILS)]
+    # fresh network names each `lab up`: podman's IP allocations outlive a network whose
+    # containers died with the machine, and a new network of the old name inherits them
+    # ("requested ip address ... is already allocated")
+    token = os.urandom(3).hex()
+    nets = [f"{PREFIX}-{token}-mgmt"] + [f"{PREFIX}-{token}-rail{r}" for r in range(RAILS)]
     state = LabState(
         lab=PREFIX,
         engine=engine_name,
