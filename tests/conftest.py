@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from hypothesis import settings
 
 from rackops.lint import LintReport, lint_inventory
+
+# Property and fuzz tests: the same examples on every run, so CI is never flaky and a
+# failure reproduces (hypothesis prints the example and its blob). For new examples:
+# HYPOTHESIS_PROFILE=explore, or pytest --hypothesis-seed=<n>.
+settings.register_profile("ci", derandomize=True, print_blob=True)
+settings.register_profile("explore", derandomize=False, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "inventories"

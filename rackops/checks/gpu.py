@@ -281,8 +281,16 @@ def _count_findings(present: list[int], want: int, profile: str, node: str | Non
 
 def check_nvlink(parsed: SmiNvlink, profile: Profile, *, node: str | None = None) -> list[Finding]:
     spec = profile.gpu
-    if not parsed.complete:
-        why = "; ".join(parsed.errors[:2]) or "the GPUs list different numbers of links (cut?)"
+    listed = min((len(g.links) for g in parsed.gpus), default=0)
+    short = parsed.complete and spec.nvlink_links > 0 and listed < spec.nvlink_links
+    if not parsed.complete or short:
+        # nvidia-smi lists every link of a GPU, an inactive one as <inactive>: a GPU listing
+        # fewer than the profile's links is an output cut or garbled, not links found down
+        why = "; ".join(parsed.errors[:2]) or (
+            f"each GPU lists {listed} links, profile {profile.name} has {spec.nvlink_links}"
+            if short
+            else "the GPU and link lines are not the whole listing nvidia-smi prints (cut?)"
+        )
         return [
             Finding(
                 "GPU-000",

@@ -37,7 +37,8 @@ def check_nccl(
                 "NCCL-000",
                 Status.ERROR,
                 subj,
-                "nccl-tests output is incomplete (no summary or 'concluded' line)",
+                "nccl-tests output is incomplete: "
+                + ("; ".join(parsed.cut) or "no summary or 'concluded' line"),
                 remediation="the run was cut short: check the job's time limit and rerun",
             )
         ]

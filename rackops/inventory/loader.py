@@ -9,16 +9,18 @@ and line (from ansible-core's origin tags), the host and the key.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Mapping
+import re
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
 from rackops.diagnostics import Diagnostic, Level
 from rackops.errors import InventoryError, ProfileError
+from rackops.inventory.files import scan
 from rackops.inventory.model import (
     Cluster,
     Fabric,
@@ -29,8 +31,15 @@ from rackops.inventory.model import (
     SwitchQos,
     Versions,
 )
+from rackops.inventory.templating import (
+    DesignTemplar,
+    Refused,
+    TemplateFailed,
+    is_template,
+    plain_tree,
+)
+from rackops.names import host_name_problem
 from rackops.profiles import LoadedProfile, available_profiles, find_profile, load_profile_file
-from rackops.yamlpos import yaml_error_location
 
 # Quiet ansible-core before it is imported: rackops reports problems itself.
 os.environ.setdefault("ANSIBLE_LOCALHOST_WARNING", "False")
@@ -165,40 +174,6 @@ def _plain(value: Any, path: tuple[Any, ...], origins: dict[tuple[Any, ...], Ori
     return value
 
 
-def _yaml_syntax_problems(root: Path) -> list[Diagnostic]:
-    """Ansible reports YAML syntax errors without a usable line; we do it first."""
-    files: Iterable[Path]
-    if root.is_dir():
-        files = sorted(p for p in root.rglob("*") if p.suffix in (".yml", ".yaml"))
-    else:
-        files = [root] if root.suffix in (".yml", ".yaml") else []
-    problems = []
-    for path in files:
-        try:
-            list(yaml.safe_load_all(path.read_text(encoding="utf-8")))
-        except yaml.YAMLError as exc:
-            line, reason = yaml_error_location(exc)
-            problems.append(
-                Diagnostic(
-                    "INV000", Level.ERROR, f"{reason}; fix the YAML", display_path(path), line
-                )
-            )
-        except (OSError, UnicodeDecodeError) as exc:
-            problems.append(
-                Diagnostic("INV000", Level.ERROR, f"cannot read file: {exc}", display_path(path))
-            )
-        except RecursionError:
-            problems.append(
-                Diagnostic(
-                    "INV000",
-                    Level.ERROR,
-                    "nested too deeply to be an inventory file; fix the YAML",
-                    display_path(path),
-                )
-            )
-    return problems
-
-
 def _loc_to_path(loc: tuple[int | str, ...], var_of: Mapping[str, str]) -> tuple[Any, ...]:
     if not loc:
         return ()
@@ -251,7 +226,26 @@ def _forget_cached_vars_files() -> None:
             cache.clear()
 
 
-def _read_hostvars(path: Path) -> tuple[Any, Any, Any]:
+@contextmanager
+def _file_plugins_only(enabled: bool) -> Iterator[None]:
+    """While reading: Ansible's inventory plugins that read YAML or INI files and its vars
+    plugin that reads group_vars/host_vars, nothing else (no script, auto, constructed,
+    generator; no vars plugin from elsewhere) unless not ``enabled``; and a source Ansible
+    cannot parse is an error, never a warning and a half-read rack."""
+    import ansible.constants as c
+
+    saved = (c.INVENTORY_ENABLED, c.VARIABLE_PLUGINS_ENABLED, c.INVENTORY_ANY_UNPARSED_IS_FAILED)
+    if enabled:
+        c.INVENTORY_ENABLED = ["yaml", "ini"]
+        c.VARIABLE_PLUGINS_ENABLED = ["host_group_vars"]
+    c.INVENTORY_ANY_UNPARSED_IS_FAILED = True  # a half-read inventory is not the rack
+    try:
+        yield
+    finally:
+        c.INVENTORY_ENABLED, c.VARIABLE_PLUGINS_ENABLED, c.INVENTORY_ANY_UNPARSED_IS_FAILED = saved
+
+
+def _read_hostvars(path: Path, safe: bool = True) -> tuple[Any, Any, Any]:
     from ansible.errors import AnsibleError
     from ansible.inventory.manager import InventoryManager
     from ansible.parsing.dataloader import DataLoader
@@ -260,8 +254,17 @@ def _read_hostvars(path: Path) -> tuple[Any, Any, Any]:
     _forget_cached_vars_files()
     loader = DataLoader()
     try:
-        inv = InventoryManager(loader=loader, sources=[str(path)])
+        with _file_plugins_only(safe):
+            inv = InventoryManager(loader=loader, sources=[str(path)])
     except AnsibleError as exc:
+        source = re.search(r"parse inventory source (.+)$", exc.message or "")
+        if source:
+            raise InventoryError(
+                "Ansible cannot parse this file as an inventory source (YAML or INI; its "
+                "reasons are above): an inventory directory holds inventory files only — fix "
+                "it, or move it out (Ansible skips *.md, *.txt, *.rst, *.cfg)",
+                path=display_path(source.group(1)),
+            ) from exc
         raise InventoryError(
             f"ansible cannot read the inventory: {exc.message}", path=str(path)
         ) from exc
@@ -286,7 +289,7 @@ def lookups_reached(value: Any, raw: Mapping[str, Any]) -> list[tuple[str | None
     """The lookup/query calls that templating `value` would run: (variable it sits in, or
     None for `value` itself; the plugin), following the variables the templates name."""
     import jinja2
-    from jinja2 import meta, nodes
+    from jinja2 import nodes
 
     env = jinja2.Environment()
     found: list[tuple[str | None, str]] = []
@@ -310,7 +313,11 @@ def lookups_reached(value: Any, raw: Mapping[str, Any]) -> list[tuple[str | None
             for n in tree.find_all(nodes.Name):
                 if n.name in LOOKUP_CALLS and n.ctx == "load":
                     found.append((var, f"{n.name}('{called.get(id(n), '?')}')"))
-            for name in meta.find_undeclared_variables(tree):
+            # the names it reads, from the parse tree alone: compiling it (as
+            # meta.find_undeclared_variables does) folds constants, and `'x' * 10**10`
+            # folded is 10 GB
+            names = {n.name for n in tree.find_all(nodes.Name) if n.ctx == "load"}
+            for name in sorted(names):
                 if name in raw and name not in seen:
                     seen.add(name)
                     todo.append((name, raw[name]))
@@ -325,41 +332,75 @@ def _host_vars(
     allow_lookups: bool = False,
     diagnostics: list[Diagnostic] | None = None,
 ) -> HostVars:
-    from ansible.template import Templar
-
     wanted = {k: v for k, v in raw.items() if k.startswith("rackops_") or k in CONNECTION_VARS}
     origins: dict[tuple[Any, ...], Origin] = {}
     values = {k: _plain(v, (k,), origins) for k, v in wanted.items()}
     default = str(inventory_path if inventory_path.is_file() else inventory_path / "hosts.yml")
     hv = HostVars(name, values, origins, default)
-    if any("{{" in repr(v) for v in values.values()):
+    found = diagnostics if diagnostics is not None else []
+    templated = {k: plain_tree(v) for k, v in wanted.items()}
+    todo = [k for k, v in templated.items() if _has_template(v)]
+    if not todo:
+        return hv
+    if allow_lookups:  # the user trusts this inventory: Ansible's own templating, as a play
+        from ansible.template import Templar
+
         templar = Templar(loader=loader, variables=raw)
-        for k, v in list(values.items()):
-            if "{{" not in repr(v):
-                continue
-            calls = [] if allow_lookups else lookups_reached(wanted[k], raw)
+        for k in todo:
+            values[k] = _plain(templar.template(wanted[k]), (k,), {})
+        return hv
+    design = DesignTemplar(plain_tree(raw))
+    for k in todo:
+        calls = lookups_reached(wanted[k], raw)
+        try:
             if calls:
                 var, call = calls[0]
-                via = f" (through {var})" if var else ""
-                path, line = hv.origin(k)
-                if diagnostics is not None:
-                    diagnostics.append(
-                        Diagnostic(
-                            "INV006",
-                            Level.ERROR,
-                            f"{name}: {k} runs {call}{via} when templated; checking a design "
-                            f"never runs lookups (they can run commands) — write the value, or "
-                            f"pass --allow-lookups if you trust this inventory",
-                            path,
-                            line,
-                            name,
-                            k,
-                        )
-                    )
-                del values[k]  # not templated, not used
-                continue
-            values[k] = _plain(templar.template(wanted[k]), (k,), {})
+                raise Refused(f"runs {call}{f' (through {var})' if var else ''}")
+            values[k] = design.template(templated[k])
+        except Refused as exc:
+            del values[k]  # not templated, not used
+            found.append(_refused(hv, k, str(exc)))
+        except TemplateFailed as exc:
+            del values[k]
+            path, line = hv.origin(k)
+            msg = f"{name}: {k}: its template cannot be rendered: {exc}; fix the template"
+            found.append(Diagnostic("INV001", Level.ERROR, msg, path, line, name, k))
     return hv
+
+
+def _host_name_problems(inv: Any) -> list[Diagnostic]:
+    """Every host name Ansible read (YAML, INI, ranges expanded) is a host name."""
+    found = []
+    for name, host in inv.hosts.items():
+        problem = host_name_problem(name)
+        if problem:
+            path, line = _origin_of(host.name) or (None, None)
+            msg = f"host {problem}; rename it in the inventory"
+            found.append(Diagnostic("INV001", Level.ERROR, msg, path, line, None, "host"))
+    return found
+
+
+def _has_template(v: Any) -> bool:
+    if isinstance(v, dict):
+        return any(_has_template(x) for x in v.values())
+    if isinstance(v, list):
+        return any(_has_template(x) for x in v)
+    return is_template(v)
+
+
+def _refused(hv: HostVars, key: str, why: str) -> Diagnostic:
+    path, line = hv.origin(key)
+    return Diagnostic(
+        "INV006",
+        Level.ERROR,
+        f"{hv.name}: {key} {why if why.startswith('runs') else 'holds ' + why} when templated; "
+        f"checking a design never runs lookups, includes or plugins (they can run commands) "
+        f"— write the value, or pass --allow-lookups if you trust this inventory",
+        path,
+        line,
+        hv.name,
+        key,
+    )
 
 
 def load_inventory(path: str | Path, *, allow_lookups: bool = False) -> LoadResult:
@@ -371,13 +412,18 @@ def load_inventory(path: str | Path, *, allow_lookups: bool = False) -> LoadResu
     root = Path(path)
     if not root.exists():
         raise InventoryError("no such inventory file or directory; pass -i PATH", path=str(root))
-    diagnostics = _yaml_syntax_problems(root)
+    diagnostics = [
+        d for d in scan(root, display_path) if not (allow_lookups and d.code == "INV006")
+    ]
     if diagnostics:
         return LoadResult(root, None, diagnostics, {}, {})
 
     from ansible.errors import AnsibleError
 
-    loader, inv, vm = _read_hostvars(root)
+    loader, inv, vm = _read_hostvars(root, safe=not allow_lookups)
+    diagnostics = _host_name_problems(inv)
+    if diagnostics:
+        return LoadResult(root, None, diagnostics, {}, {})
     inventory_dir = root if root.is_dir() else root.parent
     groups = inv.groups
     if NODE_GROUP not in groups or not groups[NODE_GROUP].get_hosts():
@@ -389,7 +435,8 @@ def load_inventory(path: str | Path, *, allow_lookups: bool = False) -> LoadResu
     hostvars: dict[str, HostVars] = {}
     try:
         for host in inv.get_hosts():
-            raw = vm.get_vars(host=host, include_hostvars=False)
+            with _file_plugins_only(not allow_lookups):
+                raw = vm.get_vars(host=host, include_hostvars=False)
             hostvars[host.name] = _host_vars(
                 host.name, raw, loader, root, allow_lookups, diagnostics
             )

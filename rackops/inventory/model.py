@@ -36,6 +36,8 @@ from typing import Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from rackops.names import address_problem, host_name_problem, port_problem
+
 Dscp = int
 Priority = int
 
@@ -59,6 +61,20 @@ PORT_NAME = r"^[A-Za-z0-9][A-Za-z0-9/_.:-]*$"
 PACKAGE_VERSION = r"^[0-9A-Za-z][0-9A-Za-z.+~:-]*$"  # Debian/RPM version characters
 
 
+def _host_name(v: str) -> str:
+    problem = host_name_problem(v)
+    if problem:
+        raise ValueError(problem)
+    return v
+
+
+def _address_of(v: str) -> str:
+    problem = address_problem(v)
+    if problem:
+        raise ValueError(f"{problem}; ansible_host is where rackops connects")
+    return v
+
+
 class Hca(_Frozen):
     """One HCA of a node and where its cable goes."""
 
@@ -68,6 +84,8 @@ class Hca(_Frozen):
     gpu: int = Field(ge=0, le=71, description="index of the GPU this HCA pairs with")
     switch: str = Field(min_length=1)
     port: str = Field(pattern=PORT_NAME)
+
+    _switch = field_validator("switch")(classmethod(lambda cls, v: _host_name(v)))
     address: str | None = Field(default=None, description="fabric IP address (RoCE)")
 
     @field_validator("address")
@@ -158,6 +176,9 @@ class HostTuning(_Frozen):
 class Node(_Frozen):
     name: str
     address: str
+
+    _names = field_validator("name")(classmethod(lambda cls, v: _host_name(v)))
+    _address = field_validator("address")(classmethod(lambda cls, v: _address_of(v)))
     ssh_port: int = Field(default=22, ge=1, le=65535)
     profile: str = Field(min_length=1)
     gpus: int = Field(ge=1, le=72)
@@ -229,6 +250,9 @@ class SwitchBuffers(_Frozen):
 class Switch(_Frozen):
     name: str
     address: str
+
+    _names = field_validator("name")(classmethod(lambda cls, v: _host_name(v)))
+    _address = field_validator("address")(classmethod(lambda cls, v: _address_of(v)))
     ssh_port: int = Field(default=22, ge=1, le=65535)
     os: Literal["sonic", "cumulus", "eos", "mlnx-os"]
     role: Literal["leaf", "spine"]
@@ -268,6 +292,13 @@ class Switch(_Frozen):
             if not re.fullmatch(r"\d+(,\d+)*", str(lanes)):
                 raise ValueError(f"port {port!r}: lanes {lanes!r} is not a list like '0,1,2,3'")
         return v
+
+    @model_validator(mode="after")
+    def _nos_port_names(self) -> Self:
+        bad = [p for p in (port_problem(self.os, p) for p in self.ports) if p]
+        if bad:
+            raise ValueError(f"{bad[0]}{f' (and {len(bad) - 1} more)' if len(bad) > 1 else ''}")
+        return self
 
     @model_validator(mode="after")
     def _known_ports(self) -> Self:

@@ -257,11 +257,7 @@ def up(
     (wd / "scenario.json").write_text(
         json.dumps({**spec.for_hwsim(names, rails), "wiring": as_json(wires)}, indent=1)
     )
-    # fresh network names each `lab up`: podman's IP allocations outlive a network whose
-    # containers died with the machine, and a new network of the old name inherits them
-    # ("requested ip address ... is already allocated")
-    token = os.urandom(3).hex()
-    nets = [f"{PREFIX}-{token}-mgmt"] + [f"{PREFIX}-{token}-rail{r}" for r in range(RAILS)]
+    nets = _network_names()
     state = LabState(
         lab=PREFIX,
         engine=engine_name,
@@ -384,6 +380,14 @@ def _start_nspawn(
             if node.started:
                 lab_slurm.start_node(nspawn.leader(int(node.container), deadline))
         log.append(f"Slurm: slurmctld and munged here, slurmd in {len(state.nodes)} targets")
+
+
+def _network_names() -> list[str]:
+    """Fresh names each `lab up`: podman's IP allocations outlive a network whose containers
+    died with the machine, and a new network of the old name inherits them ("requested ip
+    address ... is already allocated")."""
+    token = os.urandom(3).hex()
+    return [f"{PREFIX}-{token}-mgmt"] + [f"{PREFIX}-{token}-rail{r}" for r in range(RAILS)]
 
 
 def _refuse_subnet_in_use(subnet: str) -> None:

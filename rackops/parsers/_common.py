@@ -8,7 +8,38 @@ from typing import Any
 
 from rackops.errors import ParseError
 
-__all__ = ["ParseError", "as_jsonable", "need", "num", "to_float", "to_int"]
+__all__ = [
+    "MAX_COUNT",
+    "MAX_GPUS",
+    "MAX_INPUT_CHARS",
+    "MAX_LANES",
+    "MAX_LINE_CHARS",
+    "MAX_NVLINKS",
+    "ParseError",
+    "as_jsonable",
+    "bounded",
+    "check_limits",
+    "need",
+    "num",
+    "to_float",
+    "to_int",
+]
+
+# --- the limits every parser works within (tool output is untrusted) ----------------------
+# The largest real output rackops reads (ibnetdiscover of a few thousand ports, a DCGM
+# level-4 log) is a few MB; the same bound as `rackops parse`/`check` read from a file.
+MAX_INPUT_CHARS = 16 * 1024 * 1024
+# The longest real line in any tool's output is a few hundred characters (an nvidia-smi
+# --query-gpu CSV row with every field is ~3 KB; JSON and XML outputs are pretty-printed).
+MAX_LINE_CHARS = 16 * 1024
+# Any count or index a parser reads from the text (lane, channel, port, GPU, link, row,
+# rank, CPU) that could size a list or a range: real ones are below a few thousand.
+MAX_COUNT = 65536
+# Narrower bounds where the hardware sets them: lanes of one optical module (CMIS: 8, an
+# OSFP/QSFP-DD breakout at most 16), NVLinks of one GPU (H100/B200: 18), GPUs of one node.
+MAX_LANES = 32
+MAX_NVLINKS = 64
+MAX_GPUS = 1024
 
 _NA = {
     "",
@@ -62,6 +93,39 @@ def num(text: str) -> float | None:
         return None
     m = _NUM.search(text)
     return float(m.group()) if m else None
+
+
+def check_limits(text: str) -> None:
+    """Refuse input larger than the limits above before any parser looks at it."""
+    if len(text) > MAX_INPUT_CHARS:
+        raise ParseError(
+            f"the output is {len(text)} characters, more than MAX_INPUT_CHARS="
+            f"{MAX_INPUT_CHARS}: no tool prints that much; pass one tool's own output"
+        )
+    start = 0
+    size = len(text)
+    while start < size:
+        end = text.find("\n", start)
+        if end < 0:
+            end = size
+        if end - start > MAX_LINE_CHARS:
+            line = text.count("\n", 0, start) + 1
+            raise ParseError(
+                f"line {line} is {end - start} characters, more than MAX_LINE_CHARS="
+                f"{MAX_LINE_CHARS}: no tool prints such a line (binary or joined output?)"
+            )
+        start = end + 1
+
+
+def bounded(value: int, what: str, limit: int = MAX_COUNT, low: int = 0) -> int:
+    """A count or index read from the text, refused outside ``low..limit`` before it sizes
+    anything (``Channel 99999999`` must not become a list of a hundred million lanes)."""
+    if not low <= value <= limit:
+        raise ParseError(
+            f"{what} {value} is outside {low}..{limit} (rackops/parsers/_common.py): "
+            "not a real output"
+        )
+    return value
 
 
 def need(condition: object, message: str) -> None:

@@ -33,7 +33,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from rackops.parsers._common import ParseError, is_na
+from rackops.parsers._common import MAX_LANES, ParseError, bounded, is_na
 
 
 @dataclass(frozen=True)
@@ -74,14 +74,14 @@ class EthtoolModule:
     errors: tuple[str, ...]
 
 
-_KV = re.compile(r"^\s*(\S[^:]*?)\s*:(?:\s+(.*?))?\s*$")
-_ERROR = re.compile(r"^\s*((?:Cannot |netlink error|ethtool: |Bad command|No such device).*?)\s*$")
+# Lines are split with str methods, not regexes: a label or value of thousands of spaces
+# made the former `(.*?)\s*$` patterns quadratic.
+_ERRORS = ("Cannot ", "netlink error", "ethtool: ", "Bad command", "No such device")
 _NUMBER = r"[-+]?\d+(?:\.\d+)?"
 _POWER = re.compile(rf"^({_NUMBER})\s*mW(?:\s*/\s*({_NUMBER}|-inf|inf|nan)\s*dBm)?$")
 _TEMP = re.compile(rf"^({_NUMBER})\s*degrees C\b")
 _VOLT = re.compile(rf"^({_NUMBER})\s*V$")
 _BIAS = re.compile(rf"^({_NUMBER})\s*mA$")
-_LANE = re.compile(r"^(.*?)\s*\((?:Channel|Chan)\s+(\d+)\)$")
 _PAREN = re.compile(r"^0x[0-9a-fA-F]+\s*\((.*)\)$")
 _THRESHOLD = re.compile(
     r"^(Laser bias current|Laser output power|Module temperature|Module voltage|Laser rx power)"
@@ -138,6 +138,26 @@ def _unit(pattern: re.Pattern[str], value: str) -> float:
     return _finite(m.group(1))
 
 
+def _kv(raw: str) -> tuple[str, str] | None:
+    """``'  Laser bias current (Channel 1)  : 6.750 mA'`` → (label, value); None if no label."""
+    label, sep, value = raw.partition(":")
+    label = label.strip()
+    if not sep or not label or (value and not value[0].isspace()):
+        return None
+    return label, value.strip()
+
+
+def _lane(label: str) -> tuple[str, int] | None:
+    """``'Laser bias current (Channel 3)'`` → (``'Laser bias current'``, 3), the lane bounded."""
+    if not label.endswith(")"):
+        return None
+    name, _, inner = label[:-1].rpartition("(")
+    word, _, number = inner.partition(" ")
+    if word not in ("Channel", "Chan") or not number.isascii() or not number.isdigit():
+        return None
+    return name.rstrip(), bounded(int(number), "lane", MAX_LANES, low=1)
+
+
 def _series(values: dict[int, float | None]) -> tuple[tuple[float | None, ...], bool]:
     """Channel → reading as a tuple in channel order; False when a channel is missing."""
     if not values:
@@ -192,31 +212,33 @@ class _Reader:
         self.voltage: float | None = None
 
     def line(self, raw: str) -> None:
-        if m := _ERROR.match(raw):
-            self.tool_errors.append(m.group(1))
-            self.errors.append(m.group(1))
+        if raw.strip().startswith(_ERRORS):
+            self.tool_errors.append(raw.strip())
+            self.errors.append(raw.strip())
             self.complete = False
             return
-        m = _KV.match(raw)
-        if not m:
+        kv = _kv(raw)
+        if not kv:
             if self.decoded:
                 self.errors.append(raw.strip())
                 self.complete = False
             return
-        label = " ".join(m.group(1).split())
-        value = m.group(2) or ""
+        label = " ".join(kv[0].split())
+        value = kv[1]
         if label == "Identifier":
             self.decoded = True
         if not self.decoded:
             return
         self.kv.setdefault(label, value)
         try:
-            if lane := _LANE.match(label):
-                self._lane(lane.group(1), int(lane.group(2)), label, value)
+            if lane := _lane(label):
+                self._lane(lane[0], lane[1], label, value)
             elif t := _THRESHOLD.match(label):
                 self._threshold(t, value)
             else:
                 self._single(label, value)
+        except ParseError:
+            raise
         except (_Bad, ValueError):
             self.complete = False
             self.errors.append(f"{label}: unreadable value {value!r}")
@@ -279,6 +301,8 @@ class _Reader:
             complete = False
         if flags_implemented == "Yes" and self.threshold_lines == 0:
             complete = False
+        if any(k not in self.kv for k in ("Vendor name", "Vendor PN", "Vendor SN")):
+            complete = False  # every decoder (SFP, SFF-8636, CMIS) prints the vendor block
         if not text.endswith("\n"):
             complete = False  # ethtool ends every line; the last one may be cut mid-value
         technology = self.kv.get("Transmitter technology")

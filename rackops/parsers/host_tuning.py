@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rackops.parsers._common import ParseError
+from rackops.parsers._common import MAX_COUNT, ParseError
 
 SCRIPT = r"""r=$1; shift
 echo "# rackops host-tuning 1"
@@ -121,5 +121,7 @@ def cpus(cpulist: str) -> set[int]:
             a, b = int(lo), int(hi or lo)
         except ValueError as exc:
             raise ParseError(f"not a CPU list: {cpulist!r}") from exc
+        if not 0 <= a <= b <= MAX_COUNT or len(out) + b - a > MAX_COUNT:
+            raise ParseError(f"not a CPU list within 0..{MAX_COUNT} (MAX_COUNT): {cpulist[:80]!r}")
         out.update(range(a, b + 1))
     return out

@@ -68,7 +68,7 @@ class Ibstat:
 
 _CA = re.compile(r"^CA:?\s+'([^']+)'\s*$")
 _PORT = re.compile(r"^Port\s+(\d+):\s*$")
-_KV = re.compile(r"^([A-Za-z][A-Za-z ]*?):\s*(.*?)\s*$")
+_KEY = re.compile(r"[A-Za-z][A-Za-z ]*")  # a key is split off at the first ':' (str methods)
 
 
 def _port(num: int, kv: dict[str, str]) -> IbstatPort:
@@ -143,8 +143,9 @@ def parse_ibstat(text: str) -> Ibstat:
             close_port()
             port_num, seen_any = int(m.group(1)), True
             continue
-        if m := _KV.match(line):
-            key, value = m.group(1), m.group(2)
+        key, colon, value = line.partition(":")
+        if colon and _KEY.fullmatch(key):
+            value = value.strip()
             if port_num is not None:
                 port_kv[key] = value
             else:

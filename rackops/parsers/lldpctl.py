@@ -68,6 +68,18 @@ def parse_lldpctl(text: str) -> Lldp:
     raise ParseError("not lldpctl output (no JSON, key=value or 'LLDP neighbors:' listing)")
 
 
+def _result(out: list[Neighbour], closed: bool = True, errors: tuple[str, ...] = ()) -> Lldp:
+    """lldpd prints a chassis id and a port id for every neighbour (both TLVs are mandatory
+    in LLDP, and lldpd drops a frame without them): a neighbour lacking either is a cut or
+    garbled capture, never a complete one."""
+    missing = [
+        f"{n.interface}: no {'chassis id' if not n.chassis_id else 'port id'}"
+        for n in out
+        if not n.chassis_id or not n.port_id
+    ]
+    return Lldp(tuple(out), closed and not missing, errors + tuple(missing))
+
+
 # ---------------------------------------------------------------------------- JSON
 
 
@@ -141,12 +153,13 @@ def _json(doc: Any) -> Lldp:
                 str(via) if via is not None else None,
             )
         )
-    return Lldp(tuple(out), True, ())
+    return _result(out)
 
 
 # ---------------------------------------------------------------------------- keyvalue
 
 _KV = re.compile(r"^lldp\.([^.=]+)\.(.+?)=(.*)$")
+_ID_TYPES = ("mac", "local", "ip", "ifname", "ifalias")  # lldpd's chassis/port id subtypes
 
 
 def _keyvalue(text: str) -> Lldp:
@@ -164,8 +177,7 @@ def _keyvalue(text: str) -> Lldp:
             (
                 k.split(".", 1)[1]
                 for k in kv
-                if k.startswith("port.")
-                and k.split(".", 1)[1] in ("ifname", "local", "mac", "ip", "ifalias")
+                if k.startswith("port.") and k.split(".", 1)[1] in _ID_TYPES
             ),
             None,
         )
@@ -177,8 +189,7 @@ def _keyvalue(text: str) -> Lldp:
                     (
                         v
                         for k, v in kv.items()
-                        if k.startswith("chassis.")
-                        and k.split(".")[1] in ("mac", "local", "ip", "ifname")
+                        if k.startswith("chassis.") and k.split(".")[1] in _ID_TYPES
                     ),
                     None,
                 ),
@@ -188,7 +199,7 @@ def _keyvalue(text: str) -> Lldp:
                 kv.get("via"),
             )
         )
-    return Lldp(tuple(out), True, ())
+    return _result(out)
 
 
 # ---------------------------------------------------------------------------- text
@@ -241,4 +252,4 @@ def _text(text: str) -> Lldp:
             elif key == "PortDescr":
                 cur["pdescr"] = value
     flush()
-    return Lldp(tuple(out), closed, () if closed else ("output ends inside a neighbour block",))
+    return _result(out, closed, () if closed else ("output ends inside a neighbour block",))

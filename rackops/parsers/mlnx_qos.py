@@ -103,6 +103,9 @@ def parse_mlnx_qos(text: str) -> MlnxQos:
         raise ParseError("no 'Priority trust state:' line: not mlnx_qos output, or cut short")
     if enabled is None or len(enabled) != 8 or any(v not in (0, 1) for v in enabled):
         raise ParseError("no complete PFC 'enabled' row of 8 priorities")
+    # mlnx_qos ends with every traffic class, tc 0 to 7, each with its priority line
+    if [t[0] for t in tcs] != list(range(8)) or not all(t[4] for t in tcs):
+        raise ParseError("the traffic classes tc 0..7 are not all listed: cut short?")
     return MlnxQos(
         dcbx_mode=dcbx,
         trust=trust,

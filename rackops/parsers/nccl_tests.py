@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from rackops.parsers._common import ParseError, is_na
+from rackops.parsers._common import MAX_COUNT, ParseError, is_na
 
 
 @dataclass(frozen=True)
@@ -72,6 +72,9 @@ class NcclTests:
     out_of_bounds: int | None
     errors: tuple[str, ...]
     complete: bool
+    # why an output that looks whole is not what nccl-tests prints (rows cut out of the
+    # table, a foreign line inside it, an average the rows cannot produce)
+    cut: tuple[str, ...] = ()
 
     def row_at(self, size: int) -> NcclRow | None:
         return next((r for r in self.rows if r.bytes == size), None)
@@ -122,12 +125,20 @@ def parse_nccl_tests(text: str) -> NcclTests:
     header: list[str] | None = None
     header_seen = headless = False  # a table whose header lines were cut off still has rows
     avg = avg_ok = oob = None
+    sweep: _Sweep | None = None
+    foreign: list[str] = []  # lines inside the result table that nccl-tests never prints there
     for raw in text.splitlines():
         line = raw.strip()
         body = line.lstrip("#").strip()
         if not body:
             continue
-        if body.startswith("nccl-tests version"):
+        if rows and oob is None and _foreign(body):
+            foreign.append(line)
+        if body.startswith("nThread ") and "minBytes" in body:
+            sweep = _sweep(body, sweep)
+        elif body.startswith("Reducing maxBytes to "):
+            sweep = _reduced(body, sweep)
+        elif body.startswith("nccl-tests version"):
             tests_version = body.split()[2]
         elif body.startswith("Collective test starting:"):
             collective = body.split(":", 1)[1].strip()
@@ -156,27 +167,18 @@ def parse_nccl_tests(text: str) -> NcclTests:
             if not header_seen:
                 headless = True
             rows.append(_row(tokens, header, line))
-        elif _FAIL.search(body) or body.startswith("error:"):
+        elif _failure(body):
             errors.append(line)
     if header is None and not rows:
         if errors:
+            meta = (len(ranks) or None, nccl_version, tests_version, tuple(ranks))
             return NcclTests(
-                collective,
-                "unknown",
-                len(ranks) or None,
-                nccl_version,
-                tests_version,
-                tuple(ranks),
-                (),
-                None,
-                None,
-                None,
-                tuple(errors),
-                False,
+                collective, "unknown", *meta, (), None, None, None, tuple(errors), False
             )
         raise ParseError("no result table (size/time/algbw/busbw): this is not nccl-tests output")
     assert header is not None
     generation = _generation(tests_version, collective, header)
+    whole = _whole_table(rows, sweep, avg, len(ranks), foreign)
     complete = (
         bool(rows)
         and avg is not None
@@ -185,6 +187,7 @@ def parse_nccl_tests(text: str) -> NcclTests:
         and not headless
         and (concluded or generation != "2025")
     )
+    cut = tuple(whole) if complete else ()  # looks whole, is not: say why
     return NcclTests(
         collective,
         generation,
@@ -197,8 +200,112 @@ def parse_nccl_tests(text: str) -> NcclTests:
         avg_ok,
         oob,
         tuple(errors),
-        complete,
+        complete and not cut,
+        cut,
     )
+
+
+def _foreign(body: str) -> bool:
+    """A line inside the table that is no row, failure, summary, or NCCL_DEBUG line (those
+    interleave from another stream)."""
+    return not (
+        _row_like(body)
+        or _failure(body)
+        or "NCCL INFO" in body
+        or body.startswith("Out of bounds values")
+    )
+
+
+def _failure(body: str) -> bool:
+    return bool(_FAIL.search(body)) or body.startswith("error:")
+
+
+def _row_like(body: str) -> bool:
+    tokens = body.split(maxsplit=2)
+    return len(tokens) > 1 and tokens[0].isdigit() and tokens[1].isdigit()
+
+
+@dataclass(frozen=True)
+class _Sweep:
+    """What the ``# nThread … minBytes … maxBytes … step: N(factor|bytes)`` line promises."""
+
+    min_bytes: int
+    max_bytes: int
+    step: int
+    factor: bool
+
+
+def _sweep(body: str, old: _Sweep | None) -> _Sweep | None:
+    words = body.replace(":", " ").replace("(", " ").replace(")", " ").split()
+    try:
+        lo = int(words[words.index("minBytes") + 1])
+        hi = int(words[words.index("maxBytes") + 1])
+        at = words.index("step")
+        step, kind = int(words[at + 1]), words[at + 2]
+    except (ValueError, IndexError):
+        raise ParseError(f"unreadable nccl-tests parameter line: {body[:200]!r}") from None
+    if old is not None:
+        raise ParseError("two nccl-tests parameter lines: two runs in one output")
+    return _Sweep(lo, hi, step, kind == "factor")
+
+
+def _reduced(body: str, sweep: _Sweep | None) -> _Sweep | None:
+    """``Reducing maxBytes to N due to memory limitation``: the sweep stops at N."""
+    word = body.split()[3]
+    if sweep is None or not word.isdigit():
+        return sweep
+    return _Sweep(sweep.min_bytes, int(word), sweep.step, sweep.factor)
+
+
+def _sizes(sweep: _Sweep) -> list[int] | None:
+    """The sizes nccl-tests' loop visits (``size *= factor`` or ``size += step``), or None
+    when the loop would not end or exceeds MAX_COUNT rows (no real run prints that)."""
+    out: list[int] = []
+    size = sweep.min_bytes
+    while size <= sweep.max_bytes:
+        out.append(size)
+        if len(out) > MAX_COUNT:
+            return None
+        nxt = size * sweep.step if sweep.factor else size + sweep.step
+        if nxt <= size:
+            return None
+        size = nxt
+    return out
+
+
+def _whole_table(
+    rows: list[NcclRow], sweep: _Sweep | None, avg: float | None, nranks: int, foreign: list[str]
+) -> list[str]:
+    """Why the printed table is not the whole one nccl-tests printed (empty if it is): a
+    foreign line inside it, rows that are not the sweep the parameter line promises (one
+    sweep per data type and op), or an average the printed rows cannot produce."""
+    if foreign:
+        return [f"a line nccl-tests never prints inside its table: {foreign[0][:200]!r}"]
+    why: list[str] = []
+    sizes = _sizes(sweep) if sweep is not None else None
+    if sweep is not None and sizes is None:
+        why.append("the parameter line promises a sweep no run finishes")
+    elif sweep is not None and sizes and rows:
+        # the printed size is the loop's size rounded down to whole elements per rank
+        slack = max(nranks, 1) * 8
+        if len(rows) % len(sizes) or any(
+            not 0 <= sizes[i % len(sizes)] - r.bytes < slack for i, r in enumerate(rows)
+        ):
+            why.append(
+                f"{len(rows)} rows are not whole sweeps of the {len(sizes)} sizes from "
+                f"minBytes {sweep.min_bytes} to maxBytes {sweep.max_bytes} (rows cut out?)"
+            )
+    busbw = [p.busbw_gbs for r in rows for p in (r.out_of_place, r.in_place) if p is not None]
+    if avg is not None and busbw:
+        # common.cu: Avg bus bandwidth is the mean busBw of every out-of-place and in-place
+        # result, printed with %g; each row's busbw is printed with 2 decimals
+        mean = sum(busbw) / len(busbw)
+        if abs(mean - avg) > 0.005 + 1e-5 * abs(avg) + 1e-9:
+            why.append(
+                f"Avg bus bandwidth {avg:g} is not the mean of the printed rows' busbw "
+                f"({mean:.4f}): rows are missing or altered"
+            )
+    return why
 
 
 def _rank(m: re.Match[str]) -> NcclRank:

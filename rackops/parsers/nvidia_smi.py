@@ -20,7 +20,15 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from typing import Any
 
-from rackops.parsers._common import ParseError, is_na, num
+from rackops.parsers._common import (
+    MAX_COUNT,
+    MAX_GPUS,
+    MAX_NVLINKS,
+    ParseError,
+    bounded,
+    is_na,
+    num,
+)
 
 _ALIASES = {
     "pci.bus_id": "bus_id",
@@ -61,6 +69,36 @@ def _value(text: str) -> Any:
     return t
 
 
+# Fields nvidia-smi prints as numbers (or N/A): text there is a mangled value, not a reading.
+_NUMERIC_FIELDS = (
+    "index",
+    "pcie.link.",
+    "ecc.errors.",
+    "memory.",
+    "temperature.",
+    "clocks.",
+    "power.",
+    "utilization.",
+    "remapped_rows.correctable",
+    "remapped_rows.uncorrectable",
+    "fan.speed",
+)
+
+
+def _typed(gpu: dict[str, Any], fields: list[str]) -> dict[str, Any]:
+    for field, (key, value) in zip(fields, gpu.items(), strict=True):
+        base = _UNIT.sub(r"\1", field.strip())
+        if value is None or not base.startswith(_NUMERIC_FIELDS):
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ParseError(f"{field}: expected a number, found {value!r}")
+        if key == "index" and not isinstance(value, int):
+            raise ParseError(f"GPU index {value!r} is not an integer")
+    if isinstance(gpu.get("index"), int):
+        bounded(gpu["index"], "GPU index", MAX_COUNT)
+    return gpu
+
+
 def parse_query_gpu(text: str, fields: list[str] | None = None) -> SmiQuery:
     stripped = text.strip()
     first_line = stripped.splitlines()[0] if stripped else ""
@@ -83,7 +121,9 @@ def parse_query_gpu(text: str, fields: list[str] | None = None) -> SmiQuery:
     for r in rows:
         if len(r) != len(keys):
             raise ParseError(f"row has {len(r)} values for {len(keys)} fields: {r}")
-        gpus.append({k: _value(v) for k, v in zip(keys, r, strict=True)})
+        gpus.append(_typed({k: _value(v) for k, v in zip(keys, r, strict=True)}, list(fields)))
+    if len(gpus) > len({g.get("index", i) for i, g in enumerate(gpus)}):
+        raise ParseError("a GPU index is listed twice: not one nvidia-smi output")
     if not gpus:
         raise ParseError("nvidia-smi CSV has a header but no GPU rows")
     return SmiQuery(keys, tuple(gpus))
@@ -294,8 +334,31 @@ class SmiNvlink:
     complete: bool = True
 
 
-_NV_GPU = re.compile(r"^GPU\s+(\d+):\s*(.*?)\s*(?:\(UUID:\s*([^)]+)\))?\s*$")
-_NV_LINK = re.compile(r"^Link\s+(\d+):\s*(.*)$")
+_INDEX = re.compile(r"\d{1,9}")
+
+
+def _nv_gpu(line: str) -> tuple[int, str | None, str | None] | None:
+    """``GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-…)`` → (0, name, uuid), split with str
+    methods (a lazy-regex reading of a long line was quadratic)."""
+    head, colon, rest = line.partition(":")
+    word, _, index = head.partition(" ")
+    if not colon or word != "GPU" or not _INDEX.fullmatch(index.strip()):
+        return None
+    rest = rest.strip()
+    uuid = None
+    if rest.endswith(")") and "(UUID:" in rest:
+        rest, _, inside = rest[:-1].rpartition("(UUID:")
+        uuid = inside.strip() or None
+        rest = rest.strip()
+    return bounded(int(index), "GPU index", MAX_GPUS), rest or None, uuid
+
+
+def _nv_link(line: str) -> tuple[int, str] | None:
+    head, colon, rest = line.partition(":")
+    word, _, index = head.partition(" ")
+    if not colon or word != "Link" or not _INDEX.fullmatch(index.strip()):
+        return None
+    return bounded(int(index), "NVLink number", MAX_NVLINKS), rest.strip()
 
 
 _NV_ERROR = re.compile(
@@ -306,18 +369,20 @@ _NV_ERROR = re.compile(
 def parse_smi_nvlink(text: str) -> SmiNvlink:
     gpus: list[list[Any]] = []
     errors: list[str] = []
+    orphan_links = False  # link lines before any GPU line: the output starts mid-block
     for raw in text.splitlines():
         line = raw.strip()
         if not line:
             continue
-        if m := _NV_GPU.match(line):
-            gpus.append([int(m.group(1)), m.group(2) or None, m.group(3), []])
-        elif (m := _NV_LINK.match(line)) and gpus:
-            status = m.group(2).strip()
+        if g := _nv_gpu(line):
+            gpus.append([g[0], g[1], g[2], []])
+        elif link := _nv_link(line):
+            if not gpus:
+                orphan_links = True
+                continue
+            status = link[1]
             inactive = "inactive" in status.lower() or is_na(status)
-            gpus[-1][3].append(
-                NvLink(int(m.group(1)), not inactive, None if inactive else num(status))
-            )
+            gpus[-1][3].append(NvLink(link[0], not inactive, None if inactive else num(status)))
         elif _NV_ERROR.search(line):
             errors.append(line)
         elif gpus:
@@ -326,8 +391,20 @@ def parse_smi_nvlink(text: str) -> SmiNvlink:
         if errors:
             return SmiNvlink((), tuple(errors), False)
         raise ParseError("no 'GPU n:' line: this is not 'nvidia-smi nvlink -s' output")
-    counts = {len(g[3]) for g in gpus}
-    complete = not errors and len(counts) == 1 and counts != {0}
     return SmiNvlink(
-        tuple(NvlinkGpu(g[0], g[1], g[2], tuple(g[3])) for g in gpus), tuple(errors), complete
+        tuple(NvlinkGpu(g[0], g[1], g[2], tuple(g[3])) for g in gpus),
+        tuple(errors),
+        not errors and not orphan_links and _nvlink_whole(gpus),
     )
+
+
+def _nvlink_whole(gpus: list[list[Any]]) -> bool:
+    """What nvidia-smi always prints: GPUs 0, 1, 2, … in order, each with the same number of
+    links numbered 0, 1, 2, … in order. A block cut short, a GPU or link line dropped or
+    repeated, or a fragment starting inside the listing breaks one of these."""
+    counts = {len(g[3]) for g in gpus}
+    if len(counts) != 1 or counts == {0}:
+        return False
+    if [g[0] for g in gpus] != list(range(len(gpus))):
+        return False
+    return all([link.link for link in g[3]] == list(range(len(g[3]))) for g in gpus)

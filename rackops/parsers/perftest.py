@@ -94,7 +94,10 @@ _ERRORS = re.compile(
 )
 _NOT_ERRORS = re.compile(r"(#bytes|^\s*cuda|cuMem|Failed status 0\b)", re.IGNORECASE)
 _TITLE = re.compile(r"^\s*(\S.*?\b(?:BW|Latency|Lat)\s+Test)\s*$")
-_BANNER = re.compile(r"([A-Za-z][\w .*/-]*?)\s*:\s*([^\t]+?)\s*(?=\t| {2,}[A-Za-z]|$)")
+# The banner is split on tabs and runs of 2+ spaces first, then on ':' (str methods): the
+# former one-regex reading backtracked for a minute on a 52 KB line.
+_BANNER_SPLIT = re.compile(r"\t| {2,}")
+_BANNER_KEY = re.compile(r"[A-Za-z][\w .*/-]*")
 _NUMBER = re.compile(r"^[-+]?\d+(\.\d+)?([eE][-+]?\d+)?$")
 _LAT_COLS = (
     ("#bytes", "bytes"),
@@ -124,13 +127,37 @@ def _units_factor(source: str, rows: list[list[float]]) -> tuple[float, str]:
     return MIB_GBPS, f"{source} read as MiB/s (2^20 bytes), perftest's divisor"
 
 
+def _banner_line(line: str, out: dict[str, str]) -> None:
+    """`` Dual-port       : OFF\t\tDevice         : mlx5_0`` → {Dual-port: OFF, Device: mlx5_0}."""
+    key: str | None = None  # a key whose ':' and value are in the next chunks
+    for chunk in _BANNER_SPLIT.split(line):
+        chunk = chunk.strip()
+        if not chunk:
+            continue
+        head, colon, value = chunk.partition(":")
+        if colon and (head.strip() or key):
+            name = head.strip() or key
+            assert name is not None
+            key = None
+            if not _BANNER_KEY.fullmatch(name):
+                continue
+            if value.strip():
+                out.setdefault(name, value.strip())
+            else:
+                key = name
+        elif key is not None and not colon:
+            out.setdefault(key, chunk)
+            key = None
+        else:
+            key = chunk if not colon else None
+
+
 def _banner(text: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for line in text.splitlines():
         if line.strip().startswith(("local address", "remote address", "GID:", "#")):
             continue
-        for key, value in _BANNER.findall(line):
-            out.setdefault(key.strip(), value.strip())
+        _banner_line(line, out)
     return out
 
 
@@ -152,7 +179,10 @@ def parse_perftest(text: str) -> Perftest:
     if text.lstrip().startswith("{"):
         return parse_perftest_json(text)
     lines = text.splitlines()
-    title = next((m.group(1) for ln in lines if (m := _TITLE.match(ln))), None)
+    title = next(
+        (m.group(1) for ln in lines if ln.rstrip().endswith("Test") and (m := _TITLE.match(ln))),
+        None,
+    )
     header_idx = next((i for i, ln in enumerate(lines) if ln.strip().startswith("#bytes")), None)
     errors = [
         ln.strip()
@@ -194,7 +224,7 @@ def parse_perftest(text: str) -> Perftest:
     kind = "bw" if is_bw else "lat"
     rows: list[BwRow | LatRow] = []
     if is_bw:
-        unit_m = re.search(r"BW average\[([^\]]+)\]", header)
+        unit_m = re.search(r"BW average\[([^\]]{1,40})\]", header)
         source = unit_m.group(1) if unit_m else "MB/sec"
         for t in table:
             if len(t) < 4:

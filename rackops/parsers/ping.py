@@ -65,6 +65,9 @@ def parse_ping(text: str) -> Ping:
     if stats is None:
         reason = f": {messages[-1]}" if messages else ""
         raise ParseError(f"no 'packets transmitted' statistics line (cut off?){reason}")
+    if int(stats.group(2)) > 0 and rtt is None:
+        # iputils and busybox both end with the rtt/round-trip line when a reply came back
+        raise ParseError("replies received but no 'rtt min/avg/max' line after them (cut off?)")
     return Ping(
         peer=peer,
         payload_bytes=payload,

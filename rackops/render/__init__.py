@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 import jinja2
 import yaml
@@ -15,6 +17,7 @@ from rackops import __version__, data
 from rackops.consistency import Intent
 from rackops.diagnostics import Diagnostic, Level
 from rackops.inventory.model import Cluster
+from rackops.names import safe_file_stem
 from rackops.render import diff, nvue, sonic
 from rackops.render.verify import READERS, check_ports
 from rackops.render.view import RenderError, SwitchView, host_view, switch_view
@@ -29,6 +32,26 @@ TEMPLATED = {
 PRIMARY = {"sonic": "config_db.json", "cumulus": "startup.yaml", "eos": "running-config"}
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f\u2028\u2029]")
+
+
+def one_line(value: Any) -> Any:
+    """Every value a template prints: it may not add a line to the config (a second guard
+    behind the inventory's name checks)."""
+    if isinstance(value, str) and _CONTROL.search(value):
+        raise RenderError(f"{value!r} would add a line to a switch config; fix the inventory")
+    return value
+
+
+def output_file(directory: Path, name: str, suffix: str = "") -> Path:
+    """``directory/<name><suffix>``, refused unless ``name`` is a plain name that stays in
+    ``directory`` (a second guard behind the inventory's name checks)."""
+    path = directory / f"{name}{suffix}"
+    if not safe_file_stem(name) or path.resolve().parent != directory.resolve():
+        raise RenderError(f"{name!r} cannot name a file in {directory}; fix the inventory")
+    return path
+
+
 @functools.cache
 def _env() -> jinja2.Environment:
     return jinja2.Environment(
@@ -36,6 +59,7 @@ def _env() -> jinja2.Environment:
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         autoescape=False,
+        finalize=one_line,
     )
 
 
@@ -190,13 +214,13 @@ def render_all(
             f"for {sw.name} ({sw.os}); do not edit, re-render\n"
         )
         for fname, text in files.items():
-            path = out / "switches" / sw.name / fname
+            path = output_file(out / "switches", sw.name) / fname
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text)
             written.append(path)
     if only is None:
         for node in cluster.nodes:
-            path = out / "hosts" / f"{node.name}.yaml"
+            path = output_file(out / "hosts", node.name, ".yaml")
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(render_host(cluster, node.name))
             written.append(path)

@@ -6,23 +6,60 @@ Which scheduler the nodes are in is the inventory's ``rackops_scheduler`` (``slu
 what it did: a Slurm node is resumed only while its drain reason starts with ``rackops:``,
 and a Kubernetes node is uncordoned only while it carries the ``rackops.io/rejected``
 taint, so a node an operator drained for other reasons stays drained.
+
+A node name reaches a command line only once it is a name (:func:`node_arg`): a letter or
+digit first (never an option such as ``--all``), then letters, digits, ``.``, ``_``, ``-``;
+never a Slurm hostlist (``[``, ``]``, ``,``), never a space or a control character. A
+report.json is read like any file of a run directory: size-limited, a regular file, and
+checked field by field before a name in it is used.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
+import stat
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rackops.errors import InputError, RackopsError
+from rackops.errors import ExitCode, InputError, RackopsError
+from rackops.names import HOST_NAME
 
 SCHEDULERS = ("slurm", "kubernetes", "none")
 REASON_PREFIX = "rackops:"
 TAINT = "rackops.io/rejected"
+# a node name on a command line: a host name (rackops.names: a letter or digit first, so
+# never an option; no '[', ',' or space, so never a hostlist)
+NODE_RE = re.compile(HOST_NAME)
+STATUSES = ("OK", "WARN", "FAIL", "ERROR")
+MAX_REPORT_BYTES = 64 * 1024 * 1024  # report.json: what resume-nodes reads at most
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 REASON_MAX = 200  # Slurm keeps the reason; keep it readable in `sinfo -R`
+
+
+class UnsafeName(RackopsError):
+    """A node name that is not a name: never put on a command line."""
+
+    exit_code = ExitCode.UNREADABLE
+
+
+def _short(value: object, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def node_arg(node: object) -> str:
+    """The node name, checked to be a name before it becomes an argument."""
+    if not isinstance(node, str) or not NODE_RE.fullmatch(node):
+        raise UnsafeName(
+            f"node {_short(node)} is not a node name (a letter or digit, then letters, digits, "
+            "'.', '_', '-'; no hostlist, no option): refused on a command line"
+        )
+    return node
 
 
 def rejected_nodes(report: Mapping[str, Any]) -> dict[str, str]:
@@ -50,16 +87,22 @@ def accepted_nodes(report: Mapping[str, Any]) -> list[str]:
 
 def drain_reason(why: str) -> str:
     """The Slurm drain reason rackops writes (and recognises as its own)."""
-    reason = f"{REASON_PREFIX} {why}"
+    reason = f"{REASON_PREFIX} {_CONTROL.sub(' ', why)}"
     return reason if len(reason) <= REASON_MAX else reason[: REASON_MAX - 1] + "…"
 
 
 def slurm_drain(node: str, why: str) -> list[str]:
-    return ["scontrol", "update", f"nodename={node}", "state=drain", f"reason={drain_reason(why)}"]
+    return [
+        "scontrol",
+        "update",
+        f"nodename={node_arg(node)}",
+        "state=drain",
+        f"reason={drain_reason(why)}",
+    ]
 
 
 def slurm_resume(node: str) -> list[str]:
-    return ["scontrol", "update", f"nodename={node}", "state=resume"]
+    return ["scontrol", "update", f"nodename={node_arg(node)}", "state=resume"]
 
 
 def drain_commands(report: Mapping[str, Any], scheduler: str) -> list[list[str]]:
@@ -68,9 +111,16 @@ def drain_commands(report: Mapping[str, Any], scheduler: str) -> list[list[str]]
         if scheduler == "slurm":
             cmds.append(slurm_drain(node, why))
         elif scheduler == "kubernetes":
-            cmds.append(["kubectl", "cordon", node])
+            cmds.append(["kubectl", "cordon", node_arg(node)])
             cmds.append(
-                ["kubectl", "taint", "nodes", node, f"{TAINT}=true:NoSchedule", "--overwrite"]
+                [
+                    "kubectl",
+                    "taint",
+                    "nodes",
+                    node_arg(node),
+                    f"{TAINT}=true:NoSchedule",
+                    "--overwrite",
+                ]
             )
     return cmds
 
@@ -133,11 +183,14 @@ def k8s_tainted_by_us(env: Mapping[str, str]) -> set[str] | None:
         return None
     if not isinstance(items, list):
         return None
-    return {
-        str(i["metadata"]["name"])
-        for i in items
-        if any(t.get("key") == TAINT for t in (i.get("spec") or {}).get("taints") or [])
-    }
+    try:
+        return {
+            str(i["metadata"]["name"])
+            for i in items
+            if any(t.get("key") == TAINT for t in (i.get("spec") or {}).get("taints") or [])
+        }
+    except (AttributeError, KeyError, TypeError):
+        return None
 
 
 def resume_commands(
@@ -161,8 +214,8 @@ def resume_commands(
             if tainted is not None and n not in tainted:
                 notes.append(f"{n}: accepted, and without the {TAINT} taint: left as it is")
                 continue
-            cmds.append(["kubectl", "taint", "nodes", n, f"{TAINT}-"])
-            cmds.append(["kubectl", "uncordon", n])
+            cmds.append(["kubectl", "taint", "nodes", node_arg(n), f"{TAINT}-"])
+            cmds.append(["kubectl", "uncordon", node_arg(n)])
         if tainted is None:
             notes.append("kubectl could not list the nodes: commands for every accepted node")
         return cmds, notes
@@ -170,18 +223,84 @@ def resume_commands(
 
 
 def load_report(run_dir: Path) -> dict[str, Any]:
+    """A run's report.json, checked before a name in it reaches a command line: a regular
+    file of at most MAX_REPORT_BYTES, and every field resume-nodes reads what rackops
+    writes; otherwise exit 3 naming the field (the run directory was altered)."""
     path = run_dir / "report.json"
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(_read_regular(path).decode(errors="replace"), parse_constant=_nan)
     except FileNotFoundError as exc:
         raise InputError(
             f"{path}: no report (run `rackops report {run_dir}` on a finished run)"
         ) from exc
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{path}: unreadable report: {exc}") from exc
+    except (OSError, ValueError, RecursionError) as exc:
+        why = _CONTROL.sub("?", str(exc)[:200])
+        raise InputError(f"{path}: unreadable report: {why}") from None
     if not isinstance(data, dict) or not {"culprits", "errors", "nodes"} <= data.keys():
         raise InputError(f"{path}: not a rackops report (culprits, errors, nodes missing)")
+    bad = _report_fault(data)
+    if bad:
+        raise DamagedReport(
+            f"{_CONTROL.sub('?', str(path))}: {bad}; the run directory was altered or is damaged"
+        )
     return data
+
+
+class DamagedReport(RackopsError):
+    exit_code = ExitCode.UNREADABLE
+
+
+def _nan(word: str) -> Any:
+    raise ValueError(f"{word} is not a number rackops writes")
+
+
+def _read_regular(path: Path) -> bytes:
+    """At most MAX_REPORT_BYTES of a regular file, never through a symlink."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise InputError(f"{path}: not a regular file")
+    with os.fdopen(fd, "rb") as fh:
+        data = fh.read(MAX_REPORT_BYTES + 1)
+    if len(data) > MAX_REPORT_BYTES:
+        raise InputError(f"{path}: larger than {MAX_REPORT_BYTES} bytes")
+    return data
+
+
+def _report_fault(data: dict[str, Any]) -> str | None:
+    """What in a report is not what rackops writes, or None: the fields resume-nodes and
+    the actions read (culprits' node, kind and message, errors' subject, nodes' checks)."""
+
+    def name(v: object) -> bool:
+        return isinstance(v, str) and NODE_RE.fullmatch(v) is not None
+
+    if not isinstance(data["culprits"], list) or not isinstance(data["errors"], list):
+        return "culprits and errors are not lists"
+    for i, c in enumerate(data["culprits"]):
+        if not isinstance(c, dict):
+            return f"culprits[{i}] is {_short(c)}, not a culprit"
+        if c.get("node") is not None and not name(c.get("node")):
+            return f"culprits[{i}].node is {_short(c.get('node'))}, not a node name"
+        for key in ("kind", "message", "where"):
+            if not isinstance(c.get(key, ""), str):
+                return f"culprits[{i}].{key} is {_short(c.get(key))}, not a string"
+    for i, e in enumerate(data["errors"]):
+        subject = e.get("subject") if isinstance(e, dict) else None
+        if not isinstance(e, dict) or not isinstance(subject, dict | None):
+            return f"errors[{i}] is {_short(e)}, not a finding"
+        if subject and not isinstance(subject.get("node"), str | None):
+            return f"errors[{i}].subject.node is {_short(subject.get('node'))}, not a name"
+    if not isinstance(data["nodes"], dict):
+        return f"nodes is {_short(data['nodes'])}, not a map"
+    for node, checks in data["nodes"].items():
+        if not name(node):
+            return f"nodes: {_short(node)} is not a node name"
+        if not isinstance(checks, dict) or not all(
+            isinstance(k, str) and v in STATUSES for k, v in checks.items()
+        ):
+            return f"nodes.{node} is {_short(checks)}, not checks with their status"
+    return None
 
 
 def scheduler_of(value: object, where: str, launcher: str) -> str:

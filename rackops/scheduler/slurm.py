@@ -73,9 +73,17 @@ def _run(argv: Sequence[str], env: Mapping[str, str], timeout: float = 60) -> st
     return proc.stdout
 
 
+def hostlist(nodes: Sequence[str]) -> str:
+    """Node names joined for Slurm's ``-n``/``-w``: each a plain name (never a hostlist
+    expression of its own, never an option), or UnsafeName."""
+    from rackops.scheduler.actions import node_arg
+
+    return ",".join(node_arg(n) for n in nodes)
+
+
 def node_states(nodes: Sequence[str], env: Mapping[str, str]) -> dict[str, tuple[str, str]]:
     """Slurm's state and reason of each node it knows: {node: (state, reason)}."""
-    out = _run(["sinfo", "-h", "-N", "-n", ",".join(nodes), "-o", "%N|%T|%E"], env)
+    out = _run(["sinfo", "-h", "-N", "-n", hostlist(nodes), "-o", "%N|%T|%E"], env)
     states: dict[str, tuple[str, str]] = {}
     for line in out.splitlines():
         name, _, rest = line.partition("|")
@@ -112,7 +120,7 @@ def allocate(
     if job and not settings.partition:
         names = _run(["scontrol", "show", "hostnames", env.get("SLURM_JOB_NODELIST", "")], env)
         return Allocation(job, tuple(names.split()), owned=False)
-    argv = ["salloc", "--no-shell", "-N", str(len(nodes)), "-w", ",".join(nodes)]
+    argv = ["salloc", "--no-shell", "-N", str(len(nodes)), "-w", hostlist(nodes)]
     argv += ["-J", "rackops-validate", "-t", str(settings.time_limit_min)]
     if settings.partition:
         argv += ["-p", settings.partition]

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from rackops.errors import RackopsError
 from rackops.findings import Finding, Status, Subject
-from rackops.parsers._common import ParseError
+from rackops.parsers._common import ParseError, check_limits
 from rackops.tools.base import Binary, Context, NodeCheck, Tool
 
 if TYPE_CHECKING:
@@ -82,22 +82,29 @@ def parse(tool: str, text: str) -> object:
     if not text.strip():
         raise ParseError("the output is empty")
     text = text.replace("\r\n", "\n").replace("\r", "\n")  # captures pasted from tickets
+    check_limits(text)  # size and line length, before any parser or regex sees it
     try:
         return t.parse(text)
     except ParseError:
         raise
-    except (
-        ValueError,
-        IndexError,
-        KeyError,
-        TypeError,
-        AttributeError,
-        ArithmeticError,
-        csv.Error,
-        RecursionError,
-    ) as exc:
+    except _BUGS as exc:
         # A parser bug or an output layout nobody has seen: never a traceback, never a pass.
         raise ParseError(f"unreadable {tool} output ({type(exc).__name__}: {exc})") from exc
+
+
+# What a parser or a check fed a layout nobody has seen may raise (xml's ParseError is a
+# SyntaxError): turned into an unreadable-output error, never a traceback or a pass.
+_BUGS = (
+    ValueError,
+    LookupError,
+    TypeError,
+    AttributeError,
+    ArithmeticError,
+    AssertionError,
+    SyntaxError,
+    csv.Error,
+    RecursionError,
+)
 
 
 def unreadable(tool: str, node: str | None, exc: Exception) -> Finding:
@@ -122,14 +129,21 @@ def evaluate(tool: str, text: str, ctx: Context, node: str | None) -> list[Findi
             t.no_check
             or f"no single-output check reads {tool}: use `rackops parse` to read one output"
         )
-    return t.check(parsed, ctx, node)
+    try:
+        return t.check(parsed, ctx, node)
+    except _BUGS as exc:
+        # A value no real output holds reached the check: the output is not judged.
+        return [unreadable(tool, node, ParseError(f"{type(exc).__name__}: {exc}"))]
 
 
 def judge_live(tool: str, text: str, ctx: Context, node: str) -> list[Finding]:
     """One output of ``tool`` from a run: its live check where it has one."""
     t = get(tool)
     if t.live is not None:
-        return t.live(text, ctx, node)
+        try:
+            return t.live(text, ctx, node)
+        except _BUGS as exc:
+            return [unreadable(tool, node, ParseError(f"{type(exc).__name__}: {exc}"))]
     return evaluate(tool, text, ctx, node)
 
 

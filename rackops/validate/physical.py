@@ -107,10 +107,12 @@ class Physical:
             for name, rec in sorted(recs.items()):
                 if any(f["status"] == "ERROR" for f in rec["findings"]):
                     continue  # could not be read: an ERROR of that node already
+                text = self.rundir.read_raw(rec)  # under raw/, a regular file, size-limited
+                if text is None:
+                    continue
                 try:
-                    text = (self.rundir.path / rec["stdout"]).read_text()
                     parsed = parse("lldpctl", text)
-                except (OSError, ParseError):
+                except ParseError:
                     continue
                 node = self.cluster.node(name)
                 seen.update(seen_from_lldp(parsed, name, {h.netdev: h.device for h in node.hcas}))

@@ -96,8 +96,8 @@ class Recording:
                 continue
             reply = Reply(
                 rc=r.get("rc"),
-                stdout=_read(path, r.get("stdout")),
-                stderr=_read(path, r.get("stderr")),
+                stdout=run.read_raw(r, "stdout") or "",  # under raw/, size-limited
+                stderr=run.read_raw(r, "stderr") or "",
                 timed_out=bool(r.get("timed_out")),
                 error=r.get("error"),
             )
@@ -106,10 +106,6 @@ class Recording:
             else:
                 rec.add(r["host"], r["argv"], reply)
         return rec
-
-
-def _read(root: Path, rel: Any) -> str:
-    return (root / rel).read_text(errors="replace") if isinstance(rel, str) else ""
 
 
 @dataclass

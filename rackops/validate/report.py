@@ -4,6 +4,7 @@ metrics.prom (node_exporter textfile) and a self-contained report.html."""
 from __future__ import annotations
 
 import math
+import re
 import shlex
 from collections import defaultdict
 from typing import Any
@@ -15,6 +16,7 @@ import markupsafe
 from rackops import data
 from rackops.findings import Finding, Status, Subject
 from rackops.validate.localise import Verdict, localise
+from rackops.validate.records import damaged, is_number, one_line
 from rackops.validate.rundir import RunDir
 
 TEMPLATES = data.path("templates")
@@ -46,7 +48,7 @@ def verdict_of(run: RunDir, records: list[dict[str, Any]]) -> Verdict:
 def build_report(run: RunDir) -> dict[str, Any]:
     records = run.records()
     verdict = verdict_of(run, records)
-    meta = run.read_json("run.json") if (run.path / "run.json").exists() else {}
+    meta = _run_json(run)
     nodes: dict[str, dict[str, str]] = defaultdict(dict)
     for rec in records:
         if rec["kind"] in ("node", "unreachable") and rec.get("node"):
@@ -58,7 +60,7 @@ def build_report(run: RunDir) -> dict[str, Any]:
     ports = _ports(records)
     curves = []
     for rec in records:
-        if rec["tool"] == "nccl-tests" and rec.get("stdout"):
+        if rec["tool"] == "nccl-tests" and isinstance(rec.get("stdout"), str):
             curve = _nccl_curve(run, rec)
             if curve:
                 curves.append(curve)
@@ -87,6 +89,15 @@ def build_report(run: RunDir) -> dict[str, Any]:
         "nccl_curves": curves,
         "steps": len(records),
     }
+
+
+def _run_json(run: RunDir) -> dict[str, Any]:
+    """run.json (checked by RunDir.read_json), or nothing when the run has none."""
+    try:
+        meta = run.read_json("run.json")
+    except FileNotFoundError:
+        return {}
+    return meta if isinstance(meta, dict) else {}
 
 
 def _worst(findings: list[dict[str, Any]]) -> str:
@@ -138,7 +149,8 @@ def _ports(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for dev, rep in sorted(r["meta"].get("ports", {}).items()):
             fs = [f for f in r["findings"] if f["subject"].get("hca") == dev]
             subj = fs[0]["subject"] if fs else {}
-            rx = [v for v in rep.get("rx_power_dbm", []) if v is not None]
+            rx = [v for v in rep.get("rx_power_dbm", []) if is_number(v)]
+            delta, absolute = rep.get("delta") or {}, rep.get("absolute") or {}
             out.append(
                 {
                     "node": r["node"],
@@ -146,10 +158,8 @@ def _ports(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     "switch": subj.get("switch"),
                     "switch_port": subj.get("switch_port"),
                     "status": _worst(fs),
-                    "delta": {k: rep["delta"][k] for k in PORT_COLUMNS if k in rep["delta"]},
-                    "absolute": {
-                        k: rep["absolute"][k] for k in PORT_COLUMNS if k in rep["absolute"]
-                    },
+                    "delta": {k: delta[k] for k in PORT_COLUMNS if k in delta},
+                    "absolute": {k: absolute[k] for k in PORT_COLUMNS if k in absolute},
                     "raw_ber": rep.get("raw_ber"),
                     "effective_ber": rep.get("effective_ber"),
                     "rx_power_min_dbm": min(rx) if rx else None,
@@ -162,15 +172,21 @@ def _ports(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _nccl_curve(run: RunDir, rec: dict[str, Any]) -> dict[str, Any] | None:
     from rackops.parsers import ParseError, parse
 
-    try:
-        text = (run.path / rec["stdout"]).read_text()
-        parsed = parse("nccl-tests", text)
-    except (OSError, ParseError):
+    text = run.read_raw(rec)  # inside the run directory, a regular file, size-limited
+    if text is None:
         return None
-    floor = next((f.get("expected") for f in rec["findings"] if f.get("expected")), None)
+    try:
+        parsed = parse("nccl-tests", text)
+    except ParseError:
+        return None
+    floors = (f.get("expected") for f in rec["findings"])
+    floor = next((x for x in floors if is_number(x) and x > 0), None)
     points = [
-        (r.bytes, min(p.busbw_gbs for p in (r.out_of_place, r.in_place) if p)) for r in parsed.rows
+        (r.bytes, min(p.busbw_gbs for p in (r.out_of_place, r.in_place) if p))
+        for r in parsed.rows
+        if (r.out_of_place or r.in_place)
     ]
+    points = [(b, v) for b, v in points if is_number(b) and is_number(v)]
     return {"name": rec["id"], "floor_gbs": floor, "points": points}
 
 
@@ -188,7 +204,18 @@ def summary(report: dict[str, Any]) -> str:
         lines.append(f"  … {len(report['errors']) - 20} more errors in report.json")
     for w in report["warnings"][:10]:
         lines.append(f"  WARN {w['subject'].get('node') or ''} {w['code']}: {w['message']}")
-    return "\n".join(lines)
+    # a message is the tools' words: never a control character on the terminal
+    return "\n".join(one_line(x) for x in lines)
+
+
+# characters XML 1.0 does not allow (even escaped): C0 controls but tab, LF and CR,
+# lone surrogates, U+FFFE and U+FFFF
+_XML_INVALID = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def xml_text(value: object) -> str:
+    """A string an XML 1.0 parser reads: invalid characters become U+FFFD."""
+    return _XML_INVALID.sub("\ufffd", str(value))
 
 
 def junit(report: dict[str, Any], records: list[dict[str, Any]]) -> str:
@@ -211,27 +238,30 @@ def junit(report: dict[str, Any], records: list[dict[str, Any]]) -> str:
             who = " ".join(
                 str(subj[k]) for k in ("node", "gpu", "hca", "peer") if subj.get(k) is not None
             )
+            took = rec.get("duration_s")
             case = ET.SubElement(
                 suite,
                 "testcase",
-                classname=f"{kind}.{rec['tool']}",
-                name=f"{f['code']} {who}".strip(),
-                time=str(rec.get("duration_s", 0)),
+                classname=xml_text(f"{kind}.{rec['tool']}"),
+                name=xml_text(f"{f['code']} {who}".strip()),
+                time=str(took if is_number(took) else 0),
             )
+            message = xml_text(f["message"])
             if f["status"] == "FAIL":
-                ET.SubElement(case, "failure", message=f["message"]).text = (
+                ET.SubElement(case, "failure", message=message).text = xml_text(
                     f.get("remediation") or ""
                 )
             elif f["status"] == "ERROR":
-                ET.SubElement(case, "error", message=f["message"])
+                ET.SubElement(case, "error", message=message)
             elif f["status"] == "WARN":
-                ET.SubElement(case, "system-out").text = f"WARN: {f['message']}"
+                ET.SubElement(case, "system-out").text = f"WARN: {message}"
     ET.indent(suites)
     return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
 
 
 def _label(value: Any) -> str:
-    return str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ")
+    """A label value as the Prometheus text format escapes it: backslash, quote, newline."""
+    return str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
 def prometheus(report: dict[str, Any]) -> str:
@@ -246,6 +276,8 @@ def prometheus(report: dict[str, Any]) -> str:
     ]
     for node, checks in report["nodes"].items():
         for check, st in sorted(checks.items()):
+            if st not in STATUS_VALUE:
+                continue
             out.append(
                 f'rackops_check_status{{node="{_label(node)}",check="{_label(check)}"}} '
                 f"{STATUS_VALUE[st]}"
@@ -293,7 +325,7 @@ def _gauge(
     """One node_exporter gauge: HELP, TYPE and a sample per row with a value."""
     out = [f"# HELP {name} {help_text}", f"# TYPE {name} gauge"]
     for labels, value in rows:
-        if value is not None:
+        if is_number(value):  # a sample is a finite number; anything else is never written
             text = ",".join(f'{k}="{_label(v)}"' for k, v in labels.items())
             out.append(f"{name}{{{text}}} {fmt.format(value)}")
     return out
@@ -372,11 +404,16 @@ def html(report: dict[str, Any]) -> str:
 
 
 def scheduler_of_run(run: RunDir) -> str:
-    """The scheduler the run's nodes are in, as its run.json recorded it."""
-    try:
-        return str(run.read_json("run.json").get("scheduler") or "none")
-    except (OSError, ValueError, AttributeError):
-        return "none"
+    """The scheduler the run's nodes are in, as its run.json recorded it (none without
+    one); DamagedRunDir for a value rackops never writes."""
+    from rackops.scheduler.actions import SCHEDULERS
+
+    value = _run_json(run).get("scheduler") or "none"
+    if value not in SCHEDULERS:
+        raise damaged(
+            run.path / "run.json", None, None, f"scheduler is {value!r}, not one of {SCHEDULERS}"
+        )
+    return str(value)
 
 
 def actions(report: dict[str, Any], scheduler: str) -> list[list[str]]:
@@ -389,14 +426,16 @@ def actions(report: dict[str, Any], scheduler: str) -> list[list[str]]:
 def write_reports(run: RunDir) -> tuple[dict[str, Any], Verdict]:
     report = build_report(run)
     records = run.records()
-    run.write_json("report.json", report)
-    (run.path / "junit.xml").write_text(junit(report, records))
-    (run.path / "metrics.prom").write_text(prometheus(report))
-    (run.path / "report.html").write_text(html(report))
     scheduler = scheduler_of_run(run)
-    (run.path / "actions.sh").write_text(
+    # each written as a new file renamed over the old: a planted symlink is never followed
+    run.write_json("report.json", report)
+    run.write_text("junit.xml", junit(report, records))
+    run.write_text("metrics.prom", prometheus(report))
+    run.write_text("report.html", html(report))
+    run.write_text(
+        "actions.sh",
         "#!/bin/sh\n# Actions for rejected nodes (rackops validate --apply-actions runs them)\n"
         f"# scheduler: {scheduler} (the inventory's rackops_scheduler)\n"
-        + "".join(shlex.join(c) + "\n" for c in actions(report, scheduler))
+        + "".join(shlex.join(c) + "\n" for c in actions(report, scheduler)),
     )
     return report, verdict_of(run, records)

@@ -1,19 +1,72 @@
 """The run directory: every raw output with its argv, exit code, duration and host, and
 ``results.jsonl`` appended as results arrive, so a crash or Ctrl-C loses nothing and
-``--resume`` continues where the run stopped."""
+``--resume`` continues where the run stopped.
+
+What it holds is read as untrusted input: every file with a size limit, only regular files
+(never through a symlink, never a device or a FIFO), raw outputs only under ``raw/`` of this
+directory, and every record checked against the schema (:mod:`rackops.validate.records`).
+Every file it writes replaces the old one (a new file renamed over it), so a symlink planted
+in the directory is replaced, never followed out of it.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
+import stat
+import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from rackops.validate.executor import CommandResult
-from rackops.validate.records import Record, accept
+from rackops.validate.records import (
+    Bad,
+    DamagedRunDir,
+    Record,
+    accept,
+    damaged,
+    fields,
+    integer,
+    json_value,
+    list_of,
+    optional,
+    text,
+)
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+MAX_RESULTS_BYTES = 64 * 1024 * 1024  # results.jsonl: a 1000-node run is a few MB
+MAX_RESULTS_LINES = 500_000  # records in results.jsonl
+MAX_LINE_BYTES = 4 * 1024 * 1024  # one record
+MAX_JSON_BYTES = 16 * 1024 * 1024  # run.json, report.json, perftest-port-blocks.json
+MAX_RAW_BYTES = 16 * 1024 * 1024  # one raw output under raw/
+
+
+def _word(v: Any, where: str) -> None:
+    text(v, where)
+    if "\x00" in v or "\n" in v:
+        raise Bad(where, v, "one line without NUL")
+
+
+# what rackops writes in run.json (the keys readers use; others are any JSON)
+RUN_JSON = {
+    "rackops_version": (False, optional(_word)),
+    "inventory": (False, optional(_word)),
+    "suite": (False, optional(_word)),
+    "started": (False, optional(_word)),
+    "plan": (False, optional(text)),
+    "launcher": (False, optional(_word)),
+    "scheduler": (False, optional(_word)),
+    "slurm_conf": (False, optional(_word)),
+}
+JSON_FILES: dict[str, Callable[[Any, str], None]] = {
+    "run.json": fields(RUN_JSON, closed=False),
+    "perftest-port-blocks.json": list_of(integer),
+}
 
 
 class RunDir:
@@ -23,27 +76,61 @@ class RunDir:
         self.results = path / "results.jsonl"
         self._lock = threading.Lock()
         self.unreadable: list[int] = []  # results.jsonl lines that are not a record
+        if self.raw.is_symlink() or (self.raw.exists() and not self.raw.is_dir()):
+            raise damaged(self.raw, None, None, "raw/ is not a directory of this run")
         self.raw.mkdir(parents=True, exist_ok=True)
 
     def done_ids(self) -> set[str]:
         return {r["id"] for r in self.records()}
 
+    def read_bytes(self, path: Path, limit: int) -> bytes:
+        return read_regular(self.path, path, limit)
+
+    def read_raw(self, rec: dict[str, Any], key: str = "stdout") -> str | None:
+        """A record's raw output (its ``stdout``/``stderr`` file, or a meta key naming one),
+        or None when the record names none or the file is gone."""
+        rel = rec.get(key) if key in ("stdout", "stderr") else rec.get("meta", {}).get(key)
+        if not isinstance(rel, str):
+            return None
+        try:
+            data = self.read_bytes(self.path / rel, MAX_RAW_BYTES)
+        except FileNotFoundError:
+            return None
+        except DamagedRunDir as exc:  # name the record that points at it
+            raise damaged(self.path / rel, None, rec.get("id"), f"{key} {exc.why}") from None
+        return data.decode(errors="replace")
+
     def records(self) -> list[dict[str, Any]]:
-        if not self.results.exists():
+        try:
+            data = self.read_bytes(self.results, MAX_RESULTS_BYTES)
+        except FileNotFoundError:
             return []
+        lines = data.split(b"\n")
+        if len(lines) > MAX_RESULTS_LINES + 1:
+            raise damaged(self.results, None, None, f"more than {MAX_RESULTS_LINES} lines")
         out = []
         bad = []
-        for n, line in enumerate(self.results.read_text(errors="replace").splitlines(), 1):
-            try:
-                rec = accept(json.loads(line), f"{self.results}:{n}")
-            except json.JSONDecodeError:
-                rec = None
+        for n, raw in enumerate(lines, 1):
+            if len(raw) > MAX_LINE_BYTES:
+                raise damaged(self.results, n, None, f"a line over {MAX_LINE_BYTES} bytes")
+            rec = self._record(raw, n)
             if rec is not None:
                 out.append(rec)
-            elif line.strip():
+            elif raw.strip():
                 bad.append(n)  # cut by a crash, or not ours: the report says so
         self.unreadable = bad
         return out
+
+    def _record(self, raw: bytes, n: int) -> dict[str, Any] | None:
+        where = f"{self.results}:{n}"
+        try:
+            value = json.loads(raw.decode(errors="replace"), parse_constant=_no_constant)
+        except json.JSONDecodeError:  # cut by a crash, or not JSON: not a record
+            return None
+        except (ValueError, RecursionError) as exc:  # NaN, a 5000-digit number, nesting
+            why = str(exc) if isinstance(exc, _Constant) else f"not JSON rackops writes ({exc})"
+            raise damaged(self.results, n, None, why[:120]) from None
+        return accept(value, where)
 
     def compact(self) -> int:
         """Drop the lines that are not records (a crash cut them; --resume runs their steps
@@ -51,17 +138,33 @@ class RunDir:
         records = self.records()
         dropped = len(self.unreadable)
         if dropped:
-            tmp = self.results.with_suffix(".jsonl.tmp")
-            tmp.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in records))
-            tmp.replace(self.results)
+            self._replace(
+                self.results, "".join(json.dumps(r, sort_keys=True) + "\n" for r in records)
+            )
             self.unreadable = []
         return dropped
 
+    def _replace(self, path: Path, content: str) -> None:
+        """Write a file of the run directory as a new file renamed over the old: whatever
+        stood at ``path`` (a symlink planted there) is replaced, never followed."""
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as fh:
+                fh.write(content)
+            Path(tmp).replace(path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                Path(tmp).unlink()
+            raise
+
+    def write_text(self, name: str, content: str) -> None:
+        self._replace(self.path / name, content)
+
     def save_output(self, step_id: str, result: CommandResult) -> dict[str, Any]:
-        stem = _SAFE.sub("_", step_id)
+        stem = _SAFE.sub("_", step_id).lstrip(".") or "_"
         out, err = self.raw / f"{stem}.out", self.raw / f"{stem}.err"
-        out.write_text(result.stdout)
-        err.write_text(result.stderr)
+        self._replace(out, result.stdout)
+        self._replace(err, result.stderr)
         return {
             "host": result.host,
             "argv": list(result.argv),
@@ -76,12 +179,69 @@ class RunDir:
     def append(self, record: Record | dict[str, Any]) -> None:
         rec = record if isinstance(record, Record) else Record.of(record)
         line = json.dumps(rec.as_json(), sort_keys=True)
-        with self._lock, self.results.open("a") as fh:
-            fh.write(line + "\n")
-            fh.flush()
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+        with self._lock:
+            try:
+                fd = os.open(self.results, flags, 0o644)
+            except OSError as exc:
+                raise damaged(self.results, None, None, f"cannot be appended to ({exc})") from None
+            with os.fdopen(fd, "a") as fh:
+                fh.write(line + "\n")
+                fh.flush()
 
     def write_json(self, name: str, data: Any) -> None:
-        (self.path / name).write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+        self._replace(self.path / name, json.dumps(data, indent=2, sort_keys=True) + "\n")
 
-    def read_json(self, name: str) -> Any:
-        return json.loads((self.path / name).read_text())
+    def read_json(self, name: str, limit: int = MAX_JSON_BYTES) -> Any:
+        """A JSON file of the run directory, checked as far as rackops knows what it holds:
+        FileNotFoundError when absent, DamagedRunDir when it is not what rackops writes."""
+        path = self.path / name
+        data = self.read_bytes(path, limit)
+        try:
+            value = json.loads(data.decode(errors="replace"), parse_constant=_no_constant)
+        except (ValueError, RecursionError) as exc:
+            raise damaged(path, None, None, f"not JSON ({str(exc)[:80]})") from None
+        try:
+            JSON_FILES.get(name, json_value)(value, name)
+        except Bad as exc:
+            raise damaged(path, None, None, str(exc)) from None
+        return value
+
+
+def read_regular(root: Path, path: Path, limit: int) -> bytes:
+    """A regular file under ``root``, at most ``limit`` bytes: FileNotFoundError when it is
+    not there; DamagedRunDir for a symlink, a device, a FIFO, a directory, a file outside
+    ``root`` or one over the limit."""
+    base = root.resolve()
+    try:
+        where = path.parent.resolve(strict=True) / path.name
+    except FileNotFoundError:
+        raise
+    except (OSError, RuntimeError) as exc:
+        raise damaged(path, None, None, f"cannot be read ({exc})") from None
+    if where != base and base not in where.parents:
+        raise damaged(path, None, None, "is outside the run directory")
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(where, flags)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        why = "is a symlink" if where.is_symlink() else f"cannot be read ({exc.strerror})"
+        raise damaged(path, None, None, why) from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise damaged(path, None, None, "is not a regular file")
+    with os.fdopen(fd, "rb") as fh:
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise damaged(path, None, None, f"is larger than {limit} bytes")
+    return data
+
+
+class _Constant(ValueError):
+    pass
+
+
+def _no_constant(word: str) -> Any:
+    raise _Constant(f"{word} is not a number rackops writes")

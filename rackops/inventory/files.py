@@ -1,0 +1,241 @@
+"""The inventory's files, looked at before ansible-core reads any of them.
+
+An inventory is untrusted input. Before Ansible parses it, every file in it is checked:
+
+* **INV006** — a file Ansible would *run* rather than read: an executable (Ansible's
+  ``script`` inventory plugin runs it), a YAML file that names an inventory ``plugin:``
+  (``constructed``, ``generator`` and the like template and can run lookups), and plugin
+  code (``vars_plugins/``, ``inventory_plugins/``, ``*.py``);
+* **INV000** — a file that is not a regular file (a FIFO, a device such as ``/dev/zero``
+  through a symlink), larger than :data:`MAX_FILE_BYTES`, more files than
+  :data:`MAX_FILES`, a YAML document whose aliases expand past :data:`MAX_YAML_NODES`
+  nodes (a "billion laughs"), or a YAML syntax error.
+
+YAML is composed (not constructed) first, so an alias bomb is measured without being
+expanded. Ansible's own tags (``!vault``, ``!unsafe``) are understood.
+"""
+
+from __future__ import annotations
+
+import re
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from rackops.diagnostics import Diagnostic, Level
+from rackops.names import host_name_problem
+from rackops.yamlpos import yaml_error_location
+
+MAX_FILE_BYTES = 8 * 2**20
+MAX_FILES = 10_000
+MAX_YAML_NODES = 2_000_000  # after alias expansion: 8 MiB of YAML holds fewer than this
+MAX_DEPTH = 200
+VARS_DIRS = ("group_vars", "host_vars")
+CODE_DIRS = ("vars_plugins", "inventory_plugins", "filter_plugins", "lookup_plugins", "plugins")
+YAML_SUFFIXES = (".yml", ".yaml", ".json", "")
+ANSIBLE_TAGS = ("!vault", "!unsafe", "!vault-encrypted")
+
+
+class _Loader(yaml.SafeLoader):
+    """YAML as Ansible reads it: its own tags are strings, not errors."""
+
+
+def _as_text(loader: yaml.SafeLoader, node: yaml.Node) -> str:
+    return str(loader.construct_scalar(node)) if isinstance(node, yaml.ScalarNode) else ""
+
+
+for _tag in ANSIBLE_TAGS:
+    _Loader.add_constructor(_tag, _as_text)
+
+
+def files_of(root: Path) -> Iterator[Path]:
+    """Every path Ansible could read for the inventory at ``root`` (a file or a directory),
+    with the vars directories beside an inventory file."""
+    if root.is_dir():
+        yield from sorted(root.rglob("*"))
+        return
+    yield root
+    for name in VARS_DIRS:
+        if (root.parent / name).is_dir():
+            yield from sorted((root.parent / name).rglob("*"))
+
+
+def scan(root: Path, display: Any = str) -> list[Diagnostic]:
+    """Every problem with the inventory's files; empty when Ansible may read them."""
+    problems: list[Diagnostic] = []
+    count = 0
+    for path in files_of(root):
+        count += 1
+        if count > MAX_FILES:
+            problems.append(
+                Diagnostic(
+                    "INV000",
+                    Level.ERROR,
+                    f"more than {MAX_FILES} files under the inventory; point -i at the inventory "
+                    "itself, not a directory above it",
+                    display(root),
+                )
+            )
+            break
+        problem = _file_problem(root, path)
+        if problem is not None:
+            code, message = problem
+            problems.append(Diagnostic(code, Level.ERROR, message, display(path), None))
+            continue
+        if path.is_file() and _read_as_yaml(root, path):
+            problems.extend(_yaml_problems(path, display, not _in_vars_dir(root, path)))
+    return problems
+
+
+def _in_vars_dir(root: Path, path: Path) -> bool:
+    base = root if root.is_dir() else root.parent
+    try:
+        rel = path.relative_to(base).parts
+    except ValueError:
+        return False
+    return bool(rel) and rel[0] in VARS_DIRS
+
+
+def _file_problem(root: Path, path: Path) -> tuple[str, str] | None:
+    try:
+        st = path.stat()  # through a symlink: what Ansible would open
+    except OSError as exc:
+        return "INV000", f"cannot read: {exc.strerror or exc}; fix or remove the file"
+    if stat.S_ISDIR(st.st_mode):
+        if path.name in CODE_DIRS:
+            return "INV006", _runs("a plugin directory: Ansible loads the code in it")
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return "INV000", "not a regular file (a device, FIFO or socket); remove it"
+    if st.st_size > MAX_FILE_BYTES:
+        return (
+            "INV000",
+            f"{st.st_size / 2**20:.1f} MiB, more than the {MAX_FILE_BYTES // 2**20} MiB an "
+            "inventory file may be; split it or remove what is not inventory",
+        )
+    if path.suffix == ".py" or any(p in CODE_DIRS for p in path.parts):
+        return "INV006", _runs("Python code: Ansible may load it as a plugin")
+    if not _in_vars_dir(root, path) and st.st_mode & (stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH):
+        return "INV006", _runs(
+            "an executable: Ansible runs it as an inventory script (chmod -x it if it is "
+            "plain YAML or INI)"
+        )
+    return None
+
+
+def _runs(what: str) -> str:
+    return (
+        f"{what}; reading a design runs nothing the inventory brings — remove it, or pass "
+        "--allow-lookups if you trust this inventory"
+    )
+
+
+def _read_as_yaml(root: Path, path: Path) -> bool:
+    if path.suffix in (".yml", ".yaml", ".json"):
+        return True
+    # files without a suffix: Ansible reads vars files as YAML; inventory files as INI or YAML
+    return path.suffix == "" and _in_vars_dir(root, path)
+
+
+def _yaml_problems(path: Path, display: Any, inventory_file: bool) -> list[Diagnostic]:
+    def problem(code: str, message: str, line: int | None = None) -> list[Diagnostic]:
+        return [Diagnostic(code, Level.ERROR, message, display(path), line)]
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return problem("INV000", f"cannot read file: {exc}")
+    try:
+        docs = list(yaml.compose_all(text, Loader=_Loader))
+    except yaml.YAMLError as exc:
+        line, reason = yaml_error_location(exc)
+        return problem("INV000", f"{reason}; fix the YAML", line)
+    except RecursionError:
+        return problem("INV000", "nested too deeply to be an inventory file; fix the YAML")
+    for doc in docs:
+        if doc is None:
+            continue
+        size = _expanded_size(doc, {}, 0)
+        if size > MAX_YAML_NODES:
+            return problem(
+                "INV000",
+                f"its aliases expand to more than {MAX_YAML_NODES} values (an alias bomb?); "
+                "write the values out, or use fewer aliases of aliases",
+            )
+        bad_host = _bad_host_key(doc) if inventory_file else None
+        if bad_host is not None:
+            node, why = bad_host
+            return problem(
+                "INV001", f"host {why}; rename it in the inventory", node.start_mark.line + 1
+            )
+        if _names_a_plugin(doc):
+            return problem(
+                "INV006",
+                _runs("an inventory plugin configuration (plugin:): the plugin runs templates"),
+                doc.start_mark.line + 1,
+            )
+    try:
+        list(yaml.load_all(text, Loader=_Loader))
+    except yaml.YAMLError as exc:
+        line, reason = yaml_error_location(exc)
+        return problem("INV000", f"{reason}; fix the YAML", line)
+    except RecursionError:
+        return problem("INV000", "nested too deeply to be an inventory file; fix the YAML")
+    return []
+
+
+def _expanded_size(node: yaml.Node, seen: dict[int, int], depth: int) -> int:
+    """How many values ``node`` is once every alias is expanded, without expanding them."""
+    if id(node) in seen:
+        return seen[id(node)]
+    if depth > MAX_DEPTH:
+        return MAX_YAML_NODES + 1
+    seen[id(node)] = MAX_YAML_NODES + 1  # a node reached from itself: refuse, don't loop
+    size = 1
+    if isinstance(node, yaml.SequenceNode):
+        for item in node.value:
+            size += _expanded_size(item, seen, depth + 1)
+            if size > MAX_YAML_NODES:
+                break
+    elif isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            size += _expanded_size(key, seen, depth + 1) + _expanded_size(value, seen, depth + 1)
+            if size > MAX_YAML_NODES:
+                break
+    seen[id(node)] = size
+    return size
+
+
+# Ansible's host range in a YAML or INI inventory: node[01:16], leaf-[a:d]
+_RANGE = re.compile(r"\[[0-9a-zA-Z]+:[0-9a-zA-Z]+(?::[0-9]+)?\]")
+
+
+def _bad_host_key(doc: yaml.Node) -> tuple[yaml.Node, str] | None:
+    """A host under some group's ``hosts:`` whose name is not a host name (an Ansible range
+    is checked as the names it expands to)."""
+    todo: list[tuple[yaml.Node, bool]] = [(doc, False)]
+    while todo:
+        node, hosts_map = todo.pop()
+        if not isinstance(node, yaml.MappingNode):
+            continue
+        for key, value in node.value:
+            if not isinstance(key, yaml.ScalarNode):
+                continue
+            if hosts_map:
+                problem = host_name_problem(_RANGE.sub("0", key.value))
+                if problem:
+                    return key, problem.replace(repr(_RANGE.sub("0", key.value)), repr(key.value))
+                continue
+            if key.value in ("vars",):
+                continue
+            todo.append((value, key.value == "hosts"))
+    return None
+
+
+def _names_a_plugin(doc: yaml.Node) -> bool:
+    return isinstance(doc, yaml.MappingNode) and any(
+        isinstance(k, yaml.ScalarNode) and k.value == "plugin" for k, _ in doc.value
+    )

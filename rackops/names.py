@@ -1,0 +1,73 @@
+"""What a name may be, written once.
+
+Names from an inventory or a run directory reach file names (``render -o``), command lines
+(ssh, srun, scontrol, kubectl), switch configs (a line per port) and reports. Each kind is
+checked against what it can really be, so a name never adds a line, leaves a directory,
+becomes an option (``--all``) or a hostlist (``node[01-99]``).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+
+# a host name as Ansible, Slurm and DNS all take it: labels of letters, digits, '-' and '_'
+# (Ansible and Slurm accept '_'), each starting with a letter or digit, dot-separated
+HOST_NAME = r"[A-Za-z0-9][A-Za-z0-9_-]{0,62}(?:\.[A-Za-z0-9][A-Za-z0-9_-]{0,62})*"
+HOST_NAME_MAX = 253
+_HOST_RE = re.compile(HOST_NAME)
+
+# switch port names per NOS (what its CLI and config files call a front-panel port)
+PORT_SYNTAX: dict[str, tuple[str, str]] = {
+    "sonic": (r"Ethernet\d{1,4}", "Ethernet<first lane>, e.g. Ethernet0, Ethernet8"),
+    "cumulus": (r"swp\d{1,3}(?:s\d{1,2})?", "swp<n> or a breakout swp<n>s<m>, e.g. swp1, swp1s0"),
+    "eos": (r"Ethernet\d{1,3}(?:/\d{1,3}){0,2}", "Ethernet<slot/port/lane>, e.g. Ethernet1/1"),
+    "mlnx-os": (
+        r"(?:Eth|eth|ethernet |IB|ib)?\d{1,3}/\d{1,3}(?:/\d{1,3})?",
+        "<slot>/<port>[/<split>], e.g. 1/1, Eth1/1, IB1/1",
+    ),
+}
+
+
+def is_host_name(name: object) -> bool:
+    return (
+        isinstance(name, str)
+        and len(name) <= HOST_NAME_MAX
+        and _HOST_RE.fullmatch(name) is not None
+    )
+
+
+def host_name_problem(name: object) -> str | None:
+    """Why ``name`` is not a host name, or None."""
+    if is_host_name(name):
+        return None
+    return (
+        f"{name!r} is not a host name (letters, digits, '-', '_' and dots, starting with a "
+        f"letter or digit, at most {HOST_NAME_MAX} characters)"
+    )
+
+
+def address_problem(value: object) -> str | None:
+    """Why ``value`` is neither an IP address nor a host name, or None."""
+    if isinstance(value, str):
+        try:
+            ipaddress.ip_address(value)
+            return None
+        except ValueError:
+            if is_host_name(value):
+                return None
+    return f"{value!r} is neither an IP address nor a host name"
+
+
+def port_problem(os_name: str, port: str) -> str | None:
+    """Why ``port`` is not a port name of ``os_name``, or None."""
+    syntax = PORT_SYNTAX.get(os_name)
+    if syntax is None or re.fullmatch(syntax[0], port):
+        return None
+    return f"port {port!r} is not a {os_name} port name ({syntax[1]})"
+
+
+def safe_file_stem(name: str) -> bool:
+    """A name that can be a file name in a directory: no separator, not '.', '..', not an
+    option, no control character."""
+    return is_host_name(name) and not name.startswith("-")
