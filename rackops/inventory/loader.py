@@ -32,6 +32,7 @@ from rackops.inventory.model import (
     Versions,
 )
 from rackops.inventory.templating import (
+    Budget,
     DesignTemplar,
     Refused,
     TemplateFailed,
@@ -331,6 +332,7 @@ def _host_vars(
     inventory_path: Path,
     allow_lookups: bool = False,
     diagnostics: list[Diagnostic] | None = None,
+    budget: Budget | None = None,
 ) -> HostVars:
     wanted = {k: v for k, v in raw.items() if k.startswith("rackops_") or k in CONNECTION_VARS}
     origins: dict[tuple[Any, ...], Origin] = {}
@@ -349,7 +351,7 @@ def _host_vars(
         for k in todo:
             values[k] = _plain(templar.template(wanted[k]), (k,), {})
         return hv
-    design = DesignTemplar(plain_tree(raw))
+    design = DesignTemplar(plain_tree(raw), budget)
     for k in todo:
         calls = lookups_reached(wanted[k], raw)
         try:
@@ -433,12 +435,13 @@ def load_inventory(path: str | Path, *, allow_lookups: bool = False) -> LoadResu
         )
 
     hostvars: dict[str, HostVars] = {}
+    budget = Budget()
     try:
         for host in inv.get_hosts():
             with _file_plugins_only(not allow_lookups):
                 raw = vm.get_vars(host=host, include_hostvars=False)
             hostvars[host.name] = _host_vars(
-                host.name, raw, loader, root, allow_lookups, diagnostics
+                host.name, raw, loader, root, allow_lookups, diagnostics, budget
             )
     except AnsibleError as exc:
         raise InventoryError(

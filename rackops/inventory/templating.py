@@ -27,6 +27,7 @@ import math
 import re
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -40,6 +41,7 @@ MAX_INT_ARG = 100_000  # a number given to a filter, method or range: widths, co
 MAX_TEXT = 1_000_000  # characters of any string a template makes
 MAX_DEPTH = 32  # variables that template variables that template ...
 DEADLINE_S = 5.0  # one variable's templating, wall clock
+TOTAL_S = 20.0  # all templating of one inventory load, wall clock
 _WIDE_FORMAT = re.compile(r"\d{6,}|%[^a-zA-Z%]*\*|\{[^}]*\*")
 
 # Ansible filters that compute from their arguments only
@@ -216,12 +218,23 @@ class _Vars(Mapping[str, Any]):
         return len(self._t.raw)
 
 
+class Budget:
+    """The time all templating of one inventory may take, shared by its hosts (a template
+    that loops is refused once, not once per node of a thousand-node rack)."""
+
+    def __init__(self, total_s: float = TOTAL_S) -> None:
+        self.left = total_s
+        self.total = total_s
+        self.timed_out: set[str] = set()  # template texts that ran out of time
+
+
 class DesignTemplar:
     """Templates values of one host; ``raw`` is its variables as :func:`plain_tree` gives."""
 
-    def __init__(self, raw: Mapping[str, Any]) -> None:
+    def __init__(self, raw: Mapping[str, Any], budget: Budget | None = None) -> None:
         self.raw = raw
         self.env = _env()
+        self.budget = budget or Budget()
         self._done: dict[str, Any] = {}
         self._busy: list[str] = []
 
@@ -242,8 +255,22 @@ class DesignTemplar:
 
     def template(self, value: Any) -> Any:
         """``value`` with every trusted template in it rendered; Refused or TemplateFailed."""
-        with _deadline(DEADLINE_S):
-            return self._value(value)
+        key = repr(value)
+        if key in self.budget.timed_out:
+            raise Refused(f"templating took longer than {DEADLINE_S:g} s (on another host)")
+        seconds = min(DEADLINE_S, self.budget.left)
+        if seconds <= 0:
+            raise Refused(f"templating this inventory took longer than {self.budget.total:g} s")
+        started = time.monotonic()
+        try:
+            with _deadline(seconds):
+                return self._value(value)
+        except Refused as exc:
+            if "longer than" in str(exc):
+                self.budget.timed_out.add(key)
+            raise
+        finally:
+            self.budget.left -= time.monotonic() - started
 
     def _value(self, value: Any) -> Any:
         if isinstance(value, dict):
