@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from rackops import __version__
 from rackops.errors import ExitCode, InputError, RackopsError
+from rackops.names import slurm_names_problem
 
 if TYPE_CHECKING:
     from rackops.diagnostics import Diagnostic
@@ -199,6 +200,13 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
     if args.launcher != "slurm" and (args.partition or args.reservation or args.exclusive):
         raise InputError("--partition, --reservation and --exclusive need --launcher slurm")
+    for flag, value, many in (
+        ("--partition", args.partition, True),
+        ("--reservation", args.reservation, False),
+    ):
+        problem = value and slurm_names_problem(value, flag, many)
+        if problem:
+            raise RackopsError(problem)  # a usage error: exit 64
     outcome = validate(
         args.inventory,
         args.suite,

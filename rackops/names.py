@@ -71,3 +71,16 @@ def safe_file_stem(name: str) -> bool:
     """A name that can be a file name in a directory: no separator, not '.', '..', not an
     option, no control character."""
     return is_host_name(name) and not name.startswith("-")
+
+
+# a Slurm partition or reservation: letters, digits, '_', '-', '.'; a partition list is
+# comma-separated (salloc --partition=a,b)
+SLURM_NAME = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}"
+
+
+def slurm_names_problem(value: str, what: str, many: bool = False) -> str | None:
+    """Why ``value`` is not a Slurm partition (list) or reservation name, or None."""
+    parts = value.split(",") if many else [value]
+    if all(re.fullmatch(SLURM_NAME, p) for p in parts):
+        return None
+    return f"{what} {value!r} is not a Slurm {what.lstrip('-')} name (letters, digits, _ - .)"

@@ -380,3 +380,14 @@ def test_a_special_file_in_the_inventory_is_refused(
     (roce.path / "group_vars/all/zero.yml").symlink_to("/dev/zero")
     rc, out = _lint(roce, capsys)
     assert rc == 64 and any("INV000" in x and "zero.yml" in x for x in out.splitlines()), out
+
+
+@pytest.mark.parametrize(
+    "flag", ["--partition=--all", "--partition=gpu;reboot", "--reservation=a,b", "--partition=a b"]
+)
+def test_a_slurm_partition_or_reservation_that_is_not_a_name_is_refused(
+    flag: str, roce: Rack, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rc = main(["validate", "-i", str(roce.path), "--launcher", "slurm", "--dry-run", flag])
+    err = capsys.readouterr().err
+    assert rc == 64 and "is not a Slurm" in err, err

@@ -123,9 +123,9 @@ def allocate(
     argv = ["salloc", "--no-shell", "-N", str(len(nodes)), "-w", hostlist(nodes)]
     argv += ["-J", "rackops-validate", "-t", str(settings.time_limit_min)]
     if settings.partition:
-        argv += ["-p", settings.partition]
+        argv.append(f"--partition={settings.partition}")  # one word: never an option
     if settings.reservation:
-        argv += ["--reservation", settings.reservation]
+        argv.append(f"--reservation={settings.reservation}")
     if settings.exclusive:
         argv.append("--exclusive")
     try:
