@@ -15,8 +15,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rackops import __version__
+from rackops.diagnostics import printable
 from rackops.errors import ExitCode, InputError, RackopsError
 from rackops.names import slurm_names_problem
+from rackops.parsers._common import MAX_INPUT_CHARS
 
 if TYPE_CHECKING:
     from rackops.diagnostics import Diagnostic
@@ -62,10 +64,9 @@ def _cmd_lint(args: argparse.Namespace) -> int:
     return int(report.exit_code)
 
 
-# The largest tool output rackops reads: the biggest real one (ibnetdiscover of a few
-# thousand ports, a DCGM level-4 log) is a few MB. Larger input is refused at once rather
-# than parsed for minutes in gigabytes (bench/README.md has the measurement).
-MAX_INPUT_BYTES = 16 * 1024 * 1024
+# The largest tool output rackops reads (the parsers' own limit, parsers/_common.py): bytes
+# beyond it are never read from the file (bench/README.md has the measurement).
+MAX_INPUT_BYTES = MAX_INPUT_CHARS
 
 
 def _read_input(path: str) -> str:
@@ -250,10 +251,17 @@ def _cmd_resume_nodes(args: argparse.Namespace) -> int:
     run = RunDir(path)
     scheduler = scheduler_of_run(run)
     try:
-        conf = run.read_json("run.json").get("slurm_conf")
+        recorded = run.read_json("run.json").get("slurm_conf")
     except (OSError, ValueError, AttributeError):
-        conf = None
-    env = slurm_env(conf)
+        recorded = None
+    # which slurm.conf the client commands read is the operator's choice, never the run
+    # directory's: a slurm.conf names plugins, and a plugin is code
+    env = slurm_env(args.slurm_conf)
+    if scheduler == "slurm" and recorded and recorded != env.get("SLURM_CONF"):
+        print(
+            f"note: the run used slurm.conf {printable(str(recorded))!r}; pass --slurm-conf "
+            "with it if these commands should go to that cluster"
+        )
     cmds, notes = resume_commands(report, scheduler, env)
     for note in notes:
         print(note)
@@ -616,6 +624,12 @@ def _add_resume_nodes(sub: Any) -> None:
     )
     res.add_argument("run_dir", metavar="RUN_DIR")
     res.add_argument("--dry-run", action="store_true", help="print the commands only")
+    res.add_argument(
+        "--slurm-conf",
+        metavar="PATH",
+        help="the slurm.conf Slurm's commands read (default: $SLURM_CONF, else Slurm's own); "
+        "never taken from the run directory",
+    )
     res.set_defaults(func=_cmd_resume_nodes)
 
 

@@ -762,3 +762,33 @@ def test_fuzz_report_on_an_altered_run_directory(alterations: list[str], rnd: An
         assert len(err.strip().splitlines()) <= 1, err
         assert sorted(p.name for p in root.iterdir()) == ["outside", "run"]
         assert _snapshot(outside) == before
+
+
+def test_resume_nodes_never_takes_the_slurm_conf_from_the_run_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A slurm.conf names plugins (code): which one Slurm's commands read is the operator's
+    choice (--slurm-conf, $SLURM_CONF), never what a run directory says."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    seen = tmp_path / "conf.log"
+    for tool in ("scontrol", "sinfo"):
+        path = bin_dir / tool
+        path.write_text(f'#!/bin/sh\necho "$SLURM_CONF" >> {seen}\n')
+        path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.delenv("SLURM_CONF", raising=False)
+    run = tmp_path / "run"
+    run.mkdir()
+    report = {"culprits": [], "errors": [], "nodes": {"node01": {"ibstat": "OK"}}}
+    (run / "report.json").write_text(json.dumps(report))
+    planted = str(tmp_path / "attacker" / "slurm.conf")
+    (run / "run.json").write_text(json.dumps({"scheduler": "slurm", "slurm_conf": planted}))
+    rc, out, err = cli("resume-nodes", str(run))
+    assert rc == 0 and "Traceback" not in err, err
+    assert seen.exists() and planted not in seen.read_text(), seen.read_text()
+    assert "--slurm-conf" in out  # says which conf the run used, and how to choose it
+    mine = str(tmp_path / "mine.conf")
+    seen.unlink()
+    rc, out, err = cli("resume-nodes", str(run), "--slurm-conf", mine)
+    assert rc == 0 and set(seen.read_text().split()) == {mine}, seen.read_text()

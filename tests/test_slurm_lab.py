@@ -91,7 +91,13 @@ def test_slurm_launcher_drains_the_rejected_and_resume_gives_them_back(tmp_path:
         )
         assert again["culprits"] == [], again["culprits"]
         proc = subprocess.run(
-            [str(VENV_BIN / "rackops"), "resume-nodes", str(tmp_path / "again")],
+            [
+                str(VENV_BIN / "rackops"),
+                "resume-nodes",
+                str(tmp_path / "again"),
+                "--slurm-conf",
+                str(lab_workdir(None) / "slurm" / "etc" / "slurm.conf"),
+            ],
             env={**os.environ, "SLURM_CONF": ""},
             capture_output=True,
             text=True,
