@@ -286,8 +286,10 @@ def _whole_table(
     if sweep is not None and sizes is None:
         why.append("the parameter line promises a sweep no run finishes")
     elif sweep is not None and sizes and rows:
-        # the printed size is the loop's size rounded down to whole elements per rank
-        slack = max(nranks, 1) * 8
+        # the printed size is the loop's size rounded down to whole elements per rank, and
+        # alltoall rounds each rank's share down to 16 bytes (a size below nranks × 16
+        # prints as 0): up to nranks × 16 bytes less, and twice that for safety
+        slack = max(nranks, 1) * 32
         if len(rows) % len(sizes) or any(
             not 0 <= sizes[i % len(sizes)] - r.bytes < slack for i, r in enumerate(rows)
         ):
