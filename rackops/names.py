@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Sequence
 
 # a host name as Ansible, Slurm and DNS all take it: labels of letters, digits, '-' and '_'
 # (Ansible and Slurm accept '_'), each starting with a letter or digit, dot-separated
 HOST_NAME = r"[A-Za-z0-9][A-Za-z0-9_-]{0,62}(?:\.[A-Za-z0-9][A-Za-z0-9_-]{0,62})*"
 HOST_NAME_MAX = 253
-_HOST_RE = re.compile(HOST_NAME)
+_HOST_RE = re.compile(HOST_NAME, re.ASCII)
 
 # switch port names per NOS (what its CLI and config files call a front-panel port)
 PORT_SYNTAX: dict[str, tuple[str, str]] = {
@@ -62,7 +63,7 @@ def address_problem(value: object) -> str | None:
 def port_problem(os_name: str, port: str) -> str | None:
     """Why ``port`` is not a port name of ``os_name``, or None."""
     syntax = PORT_SYNTAX.get(os_name)
-    if syntax is None or re.fullmatch(syntax[0], port):
+    if syntax is None or re.fullmatch(syntax[0], port, re.ASCII):
         return None
     return f"port {port!r} is not a {os_name} port name ({syntax[1]})"
 
@@ -81,6 +82,39 @@ SLURM_NAME = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}"
 def slurm_names_problem(value: str, what: str, many: bool = False) -> str | None:
     """Why ``value`` is not a Slurm partition (list) or reservation name, or None."""
     parts = value.split(",") if many else [value]
-    if all(re.fullmatch(SLURM_NAME, p) for p in parts):
+    if all(re.fullmatch(SLURM_NAME, p, re.ASCII) for p in parts):
         return None
     return f"{what} {value!r} is not a Slurm {what.lstrip('-')} name (letters, digits, _ - .)"
+
+
+# ssh options an inventory may set for its hosts: where and how to connect, never a command
+# (ProxyCommand, LocalCommand, KnownHostsCommand, Match exec) and never another config file
+# (-F, Include), whose ProxyCommand or Match exec would run one
+SSH_OPTIONS_RUNNING_COMMANDS = frozenset(
+    {
+        "proxycommand",
+        "localcommand",
+        "permitlocalcommand",
+        "knownhostscommand",
+        "match",
+        "include",
+        "remotecommand",
+        "proxyusefdpass",
+    }
+)
+
+
+def ssh_args_problem(args: Sequence[str]) -> str | None:
+    """Why these ssh arguments (ansible_ssh_common_args/extra_args) could run a command on the
+    machine running rackops, or None."""
+    it = iter(args)
+    for a in it:
+        if a == "-F":
+            return "-F names an ssh config file, whose ProxyCommand or Match exec runs commands"
+        if a == "-o":
+            a = "-o" + next(it, "")
+        if a.startswith("-o"):
+            key = a[2:].strip().replace(" ", "=", 1).partition("=")[0].strip().lower()
+            if key in SSH_OPTIONS_RUNNING_COMMANDS:
+                return f"-o {key} runs a command (or reads a config that can)"
+    return None

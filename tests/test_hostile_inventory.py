@@ -391,3 +391,81 @@ def test_a_slurm_partition_or_reservation_that_is_not_a_name_is_refused(
     rc = main(["validate", "-i", str(roce.path), "--launcher", "slurm", "--dry-run", flag])
     err = capsys.readouterr().err
     assert rc == 64 and "is not a Slurm" in err, err
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        '-o "ProxyCommand touch MARK"',
+        "-oProxyCommand=touch\\ MARK",
+        "-o LocalCommand=touch\\ MARK -o PermitLocalCommand=yes",
+        "-o KnownHostsCommand=/bin/touch\\ MARK",
+        "-F evil_ssh_config",
+        '-o "Match exec touch MARK"',
+    ],
+    ids=["proxycommand", "proxycommand-glued", "localcommand", "knownhostscommand", "F", "match"],
+)
+def test_ssh_arguments_that_run_a_command_are_refused(
+    args: str, roce: Rack, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mark = tmp_path / "ran"
+    (roce.path.parent / "evil_ssh_config").write_text(f'Match exec "touch {mark}"\n')
+    roce.hostvar("node01", "ansible_ssh_common_args", args.replace("MARK", str(mark)))
+    rc, out = _lint(roce, capsys)
+    assert rc == 2 and not mark.exists(), out
+    assert any("INV006" in x and "ansible_ssh_common_args" in x for x in out.splitlines()), out
+    rc = main(["validate", "-i", str(roce.path), "--dry-run"])
+    assert rc != 0 and not mark.exists()
+
+
+def test_the_ssh_executor_never_takes_a_proxy_command_from_the_hosts_arguments() -> None:
+    from rackops.validate.executor import Target
+    from rackops.validate.ssh import resolve
+
+    s = resolve(Target("n1", "n1", ssh_args=("-o", "ProxyCommand=touch /tmp/x")), None)
+    assert s.proxy_command is None
+
+
+@pytest.mark.parametrize(
+    "rel, text",
+    [
+        (
+            "more.yml",
+            "all:\n  children:\n    gpu_nodes:\n      hosts:\n        extra[0:99999999]: {}\n",
+        ),
+        ("more.ini", "[gpu_nodes]\nextra[0:99999999]\n"),
+        ("more2.ini", "[gpu_nodes]\nx[0:9999][a:z]\n"),
+    ],
+    ids=["yaml-range", "ini-range", "ini-two-ranges"],
+)
+def test_a_host_range_that_names_too_many_hosts_is_refused_before_it_is_expanded(
+    rel: str, text: str, roce: Rack
+) -> None:
+    (roce.path / rel).write_text(text)
+    proc = _lint_limited(roce.path, timeout=60)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 64 and "Traceback" not in out, out[-2000:]
+    assert any("INV000" in x and "hosts" in x and "20000" in x for x in out.splitlines()), out
+
+
+def test_a_symlink_out_of_the_inventory_is_refused_and_not_shown(
+    roce: Rack, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    secret = tmp_path / "outside" / "config.json"
+    secret.parent.mkdir()
+    secret.write_text('{"auths": {"registry": {"auth": "c2VjcmV0LXRva2Vu"}}}\n')
+    (roce.path / "group_vars/all/site.json").symlink_to(secret)
+    _through_site_mtu(roce, "{{ auths }}")
+    rc, out = _lint(roce, capsys)
+    assert rc == 2 and "c2VjcmV0LXRva2Vu" not in out, out
+    assert any("INV006" in x and "site.json" in x for x in out.splitlines()), out
+
+
+def test_a_symlinked_directory_is_scanned_like_the_rest(roce: Rack, tmp_path: Path) -> None:
+    inside = roce.path / "shared"
+    inside.mkdir()
+    (inside / "bomb.yml").write_text(BOMB)
+    (roce.path / "group_vars/all/sub").symlink_to(inside, target_is_directory=True)
+    proc = _lint_limited(roce.path, timeout=60)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 64 and "bomb.yml" in out and "alias" in out, out[-2000:]

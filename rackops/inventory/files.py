@@ -17,6 +17,7 @@ expanded. Ansible's own tags (``!vault``, ``!unsafe``) are understood.
 
 from __future__ import annotations
 
+import os
 import re
 import stat
 from collections.abc import Iterator
@@ -33,6 +34,7 @@ MAX_FILE_BYTES = 8 * 2**20
 MAX_FILES = 10_000
 MAX_YAML_NODES = 2_000_000  # after alias expansion: 8 MiB of YAML holds fewer than this
 MAX_DEPTH = 200
+MAX_HOSTS = 20_000  # nodes and switches of one inventory, host ranges counted expanded
 VARS_DIRS = ("group_vars", "host_vars")
 CODE_DIRS = ("vars_plugins", "inventory_plugins", "filter_plugins", "lookup_plugins", "plugins")
 YAML_SUFFIXES = (".yml", ".yaml", ".json", "")
@@ -53,20 +55,40 @@ for _tag in ANSIBLE_TAGS:
 
 def files_of(root: Path) -> Iterator[Path]:
     """Every path Ansible could read for the inventory at ``root`` (a file or a directory),
-    with the vars directories beside an inventory file."""
-    if root.is_dir():
-        yield from sorted(root.rglob("*"))
-        return
-    yield root
-    for name in VARS_DIRS:
-        if (root.parent / name).is_dir():
-            yield from sorted((root.parent / name).rglob("*"))
+    with the vars directories beside an inventory file; through symlinked directories too
+    (Ansible follows them), each real directory once."""
+    if not root.is_dir():
+        yield root
+    base = root if root.is_dir() else root.parent
+    tops = [base] if root.is_dir() else [base / n for n in VARS_DIRS if (base / n).is_dir()]
+    seen: set[str] = set()
+    for top in tops:
+        for here, dirs, files in os.walk(top, followlinks=True):
+            real = os.path.realpath(here)
+            if real in seen:
+                dirs[:] = []
+                continue
+            seen.add(real)
+            for name in sorted(dirs) + sorted(files):
+                yield Path(here) / name
+
+
+def _outside(base: Path, path: Path) -> bool:
+    """``path`` is a symlink whose target is not inside the inventory."""
+    if not path.is_symlink():
+        return False
+    try:
+        path.resolve().relative_to(base.resolve())
+    except (ValueError, OSError, RuntimeError):
+        return True
+    return False
 
 
 def scan(root: Path, display: Any = str) -> list[Diagnostic]:
     """Every problem with the inventory's files; empty when Ansible may read them."""
     problems: list[Diagnostic] = []
     count = 0
+    hosts = 0
     for path in files_of(root):
         count += 1
         if count > MAX_FILES:
@@ -87,6 +109,18 @@ def scan(root: Path, display: Any = str) -> list[Diagnostic]:
             continue
         if path.is_file() and _read_as_yaml(root, path):
             problems.extend(_yaml_problems(path, display, not _in_vars_dir(root, path)))
+        if path.is_file() and not _in_vars_dir(root, path):
+            hosts += _host_count(path)
+    if hosts > MAX_HOSTS:
+        problems.append(
+            Diagnostic(
+                "INV000",
+                Level.ERROR,
+                f"{hosts} hosts (host ranges expanded), more than the {MAX_HOSTS} one inventory "
+                "may hold; split the rack, or check the host ranges ([01:16])",
+                display(root),
+            )
+        )
     return problems
 
 
@@ -100,16 +134,25 @@ def _in_vars_dir(root: Path, path: Path) -> bool:
 
 
 def _file_problem(root: Path, path: Path) -> tuple[str, str] | None:
+    outside = _outside(root if root.is_dir() else root.parent, path)
+    leaves = "INV006", _runs(
+        "a symlink out of the inventory: what it reaches could be any file of this machine, "
+        "shown in a diagnostic"
+    )
     try:
         st = path.stat()  # through a symlink: what Ansible would open
     except OSError as exc:
         return "INV000", f"cannot read: {exc.strerror or exc}; fix or remove the file"
     if stat.S_ISDIR(st.st_mode):
+        if outside:
+            return leaves
         if path.name in CODE_DIRS:
             return "INV006", _runs("a plugin directory: Ansible loads the code in it")
         return None
     if not stat.S_ISREG(st.st_mode):
         return "INV000", "not a regular file (a device, FIFO or socket); remove it"
+    if outside:
+        return leaves
     if st.st_size > MAX_FILE_BYTES:
         return (
             "INV000",
@@ -182,6 +225,8 @@ def _yaml_problems(path: Path, display: Any, inventory_file: bool) -> list[Diagn
     except yaml.YAMLError as exc:
         line, reason = yaml_error_location(exc)
         return problem("INV000", f"{reason}; fix the YAML", line)
+    except (ValueError, OverflowError) as exc:  # a 5000-digit number, the date 2001-02-30
+        return problem("INV000", f"a value YAML cannot read ({str(exc)[:120]}); fix it")
     except RecursionError:
         return problem("INV000", "nested too deeply to be an inventory file; fix the YAML")
     return []
@@ -233,6 +278,62 @@ def _bad_host_key(doc: yaml.Node) -> tuple[yaml.Node, str] | None:
                 continue
             todo.append((value, key.value == "hosts"))
     return None
+
+
+def _range_count(name: str) -> int:
+    """How many hosts an Ansible host pattern names: node[01:16] is 16, [a:c][1:2] is 6."""
+    count = 1
+    for m in _RANGE.finditer(name):
+        lo, hi, *step = m.group(0)[1:-1].split(":")
+        by = int(step[0]) if step and step[0].isdigit() and int(step[0]) > 0 else 1
+        if lo.isdigit() and hi.isdigit():
+            span = int(hi) - int(lo)
+        elif len(lo) == 1 and len(hi) == 1:
+            span = ord(hi) - ord(lo)
+        else:
+            span = 0
+        count *= max(span, 0) // by + 1
+    return count
+
+
+def _host_count(path: Path) -> int:
+    """Hosts an inventory file names, ranges expanded (YAML hosts: keys, INI host lines)."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return 0
+    if path.suffix in (".yml", ".yaml", ".json"):
+        try:
+            docs = list(yaml.compose_all(text, Loader=_Loader))
+        except (yaml.YAMLError, RecursionError):
+            return 0
+        return sum(_yaml_hosts(d) for d in docs if d is not None)
+    total, section = 0, ""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line[0] in "#;":
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            section = line
+            continue
+        if not section.endswith((":vars]", ":children]")):
+            total += _range_count(line.split()[0])
+    return total
+
+
+def _yaml_hosts(doc: yaml.Node) -> int:
+    total = 0
+    todo: list[tuple[yaml.Node, bool]] = [(doc, False)]
+    while todo:
+        node, hosts_map = todo.pop()
+        if not isinstance(node, yaml.MappingNode):
+            continue
+        for key, value in node.value:
+            if hosts_map and isinstance(key, yaml.ScalarNode):
+                total += _range_count(key.value)
+            elif isinstance(key, yaml.ScalarNode) and key.value != "vars":
+                todo.append((value, key.value == "hosts"))
+    return total
 
 
 def _names_a_plugin(doc: yaml.Node) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -39,7 +40,7 @@ from rackops.inventory.templating import (
     is_template,
     plain_tree,
 )
-from rackops.names import host_name_problem
+from rackops.names import host_name_problem, ssh_args_problem
 from rackops.profiles import LoadedProfile, available_profiles, find_profile, load_profile_file
 
 # Quiet ansible-core before it is imported: rackops reports problems itself.
@@ -175,6 +176,16 @@ def _plain(value: Any, path: tuple[Any, ...], origins: dict[tuple[Any, ...], Ori
     return value
 
 
+def short_repr(value: Any, limit: int = 120) -> str:
+    """``repr(value)``, cut to ``limit`` characters (a value in a message is evidence, not
+    a copy of a file), and never an error (a 5000-digit int has no decimal repr)."""
+    try:
+        text = repr(value)
+    except ValueError:
+        text = f"<a {type(value).__name__} too large to print>"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _loc_to_path(loc: tuple[int | str, ...], var_of: Mapping[str, str]) -> tuple[Any, ...]:
     if not loc:
         return ()
@@ -202,7 +213,7 @@ def _validate(
             key = ".".join(str(p) for p in path) or model.__name__
             file, line = hv.origin(*path)
             found = err.get("input")
-            found_txt = "nothing" if err["type"] == "missing" else repr(found)
+            found_txt = "nothing" if err["type"] == "missing" else short_repr(found)
             if err["type"] == "missing":
                 msg = f"{subject}: {key} is required but not set; add it"
             else:
@@ -340,6 +351,8 @@ def _host_vars(
     default = str(inventory_path if inventory_path.is_file() else inventory_path / "hosts.yml")
     hv = HostVars(name, values, origins, default)
     found = diagnostics if diagnostics is not None else []
+    if not allow_lookups:
+        _refuse_command_ssh_args(hv, found)
     templated = {k: plain_tree(v) for k, v in wanted.items()}
     todo = [k for k, v in templated.items() if _has_template(v)]
     if not todo:
@@ -370,6 +383,22 @@ def _host_vars(
     return hv
 
 
+def _refuse_command_ssh_args(hv: HostVars, found: list[Diagnostic]) -> None:
+    """ansible_ssh_*_args that would run a command when validate connects: INV006."""
+    for key in ("ansible_ssh_common_args", "ansible_ssh_extra_args"):
+        value = hv.values.get(key)
+        if not isinstance(value, str):
+            continue
+        try:
+            args = shlex.split(value)
+        except ValueError:
+            args = value.split()
+        problem = ssh_args_problem(args)
+        if problem:
+            hv.values.pop(key)
+            found.append(_refused(hv, key, problem, templated=False))
+
+
 def _host_name_problems(inv: Any) -> list[Diagnostic]:
     """Every host name Ansible read (YAML, INI, ranges expanded) is a host name."""
     found = []
@@ -390,14 +419,19 @@ def _has_template(v: Any) -> bool:
     return is_template(v)
 
 
-def _refused(hv: HostVars, key: str, why: str) -> Diagnostic:
+def _refused(hv: HostVars, key: str, why: str, templated: bool = True) -> Diagnostic:
     path, line = hv.origin(key)
+    what = (
+        f"{key} {why if why.startswith('runs') else 'holds ' + why} when templated"
+        if templated
+        else f"{key}: {why}"
+    )
     return Diagnostic(
         "INV006",
         Level.ERROR,
-        f"{hv.name}: {key} {why if why.startswith('runs') else 'holds ' + why} when templated; "
-        f"checking a design never runs lookups, includes or plugins (they can run commands) "
-        f"— write the value, or pass --allow-lookups if you trust this inventory",
+        f"{hv.name}: {what}; checking a design never runs lookups, includes, plugins or "
+        f"commands the inventory brings — write the value, or pass --allow-lookups if you "
+        f"trust this inventory",
         path,
         line,
         hv.name,

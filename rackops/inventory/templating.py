@@ -23,17 +23,22 @@ it (lazily, with cycle detection).
 
 from __future__ import annotations
 
+import functools
+import itertools
 import math
+import os
 import re
+import resource
 import signal
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import jinja2
-from jinja2.nativetypes import NativeCodeGenerator, native_concat
+from jinja2.nativetypes import NativeCodeGenerator
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 HEADER = "#jinja2:"
@@ -42,6 +47,7 @@ MAX_TEXT = 1_000_000  # characters of any string a template makes
 MAX_DEPTH = 32  # variables that template variables that template ...
 DEADLINE_S = 5.0  # one variable's templating, wall clock
 TOTAL_S = 20.0  # all templating of one inventory load, wall clock
+MAX_MEMORY = 512 * 2**20  # what one variable's templating may add to the process
 _WIDE_FORMAT = re.compile(r"\d{6,}|%[^a-zA-Z%]*\*|\{[^}]*\*")
 
 # Ansible filters that compute from their arguments only
@@ -61,6 +67,10 @@ _ANSIBLE_FILTERS = {
 
 class Refused(Exception):
     """A template that reading a design does not run; the message says why."""
+
+
+class _Timeout(BaseException):
+    """The deadline: a BaseException, so no ``except Exception`` in Jinja swallows it."""
 
 
 class TemplateFailed(Exception):
@@ -120,6 +130,7 @@ def _check_format(fmt: Any) -> None:
 
 
 def _guarded(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
+    @functools.wraps(fn)  # keeps jinja's pass_context/pass_environment marks
     def call(*args: Any, **kwargs: Any) -> Any:
         for a in (*args[1:], *kwargs.values()):
             _check_number(a)
@@ -128,6 +139,38 @@ def _guarded(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
         return _check_text(fn(*args, **kwargs))
 
     return call
+
+
+def _concat(values: Iterator[Any]) -> Any:
+    """A template that is one expression gives that value (``{{ 9000 }}`` is the int 9000,
+    as in Ansible); anything else gives text, never re-read as a literal."""
+    head = list(itertools.islice(values, 2))
+    if not head:
+        return ""
+    if len(head) == 1:
+        return head[0]
+    return "".join(str(v) for v in itertools.chain(head, values))
+
+
+@contextmanager
+def _memory_cap(extra: int) -> Iterator[None]:
+    """While templating, the process may grow by ``extra`` bytes at most: past that an
+    allocation fails (MemoryError) instead of taking the machine's memory. Linux only."""
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        pages = int(Path("/proc/self/statm").read_text().split()[0])
+    except (OSError, ValueError, AttributeError):
+        yield
+        return
+    cap = pages * os.sysconf("SC_PAGE_SIZE") + extra
+    for limit in (soft, hard):
+        if limit != resource.RLIM_INFINITY:
+            cap = min(cap, limit)
+    resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
 class _Env(ImmutableSandboxedEnvironment):
@@ -159,6 +202,11 @@ class _Env(ImmutableSandboxedEnvironment):
         return super().wrap_str_format(value)
 
 
+@jinja2.pass_context
+def _at_run_time(context: Any, value: Any) -> Any:
+    return value
+
+
 def _bounded_range(*args: int) -> range:
     for a in args:
         _check_number(a)
@@ -166,7 +214,17 @@ def _bounded_range(*args: int) -> range:
 
 
 def _env() -> _Env:
-    env = _Env(loader=None, undefined=jinja2.StrictUndefined, autoescape=False)
+    # optimized=False: no constant folding while compiling (Jinja folds constant filters
+    # and swallows any error there, so `'<bomb>'|from_yaml` would run outside every bound)
+    # and a finalize that needs the render context: Jinja then never evaluates an output
+    # expression while compiling (it would, swallowing every error, deadline included)
+    env = _Env(
+        loader=None,
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        optimized=False,
+        finalize=_at_run_time,
+    )
     env.globals = {"range": _bounded_range, "dict": dict, "true": True, "false": False}
     filters: dict[str, Callable[..., Any]] = dict(env.filters)
     for module, names in _ANSIBLE_FILTERS.items():
@@ -184,12 +242,15 @@ def _deadline(seconds: float) -> Iterator[None]:
         return
 
     def expired(signum: int, frame: Any) -> None:
-        raise Refused(f"templating took longer than {seconds:g} s")
+        raise _Timeout
 
     previous = signal.signal(signal.SIGALRM, expired)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    # and again every 0.1 s after: code that catches every exception does not outlive it
+    signal.setitimer(signal.ITIMER_REAL, seconds, 0.1)
     try:
         yield
+    except _Timeout as exc:
+        raise Refused(f"templating took longer than {seconds:g} s") from exc
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
@@ -263,8 +324,10 @@ class DesignTemplar:
             raise Refused(f"templating this inventory took longer than {self.budget.total:g} s")
         started = time.monotonic()
         try:
-            with _deadline(seconds):
+            with _deadline(seconds), _memory_cap(MAX_MEMORY):
                 return self._value(value)
+        except MemoryError as exc:
+            raise Refused(f"templating needed more than {MAX_MEMORY >> 20} MiB") from exc
         except Refused as exc:
             if "longer than" in str(exc):
                 self.budget.timed_out.add(key)
@@ -291,7 +354,7 @@ class DesignTemplar:
         try:
             tmpl = self.env.from_string(text)
             ctx = tmpl.new_context(_Vars(self), shared=True)  # type: ignore[arg-type]
-            out = native_concat(tmpl.root_render_func(ctx))
+            out = _concat(tmpl.root_render_func(ctx))
         except (Refused, TemplateFailed):
             raise
         except jinja2.exceptions.SecurityError as exc:

@@ -66,7 +66,7 @@ def rejected_nodes(report: Mapping[str, Any]) -> dict[str, str]:
     """{node: reason} for every node a run names as the part to fix."""
     out: dict[str, list[str]] = {}
     for c in report["culprits"]:
-        if c["node"] and c["kind"] in ("gpu", "hca", "node"):
+        if c.get("node") and c["kind"] in ("gpu", "hca", "node"):
             what = c.get("where") or c["node"]
             out.setdefault(c["node"], []).append(f"{what}: {c['message']}")
     return {n: "; ".join(msgs) for n, msgs in sorted(out.items())}
@@ -282,9 +282,11 @@ def _report_fault(data: dict[str, Any]) -> str | None:
             return f"culprits[{i}] is {_short(c)}, not a culprit"
         if c.get("node") is not None and not name(c.get("node")):
             return f"culprits[{i}].node is {_short(c.get('node'))}, not a node name"
-        for key in ("kind", "message", "where"):
-            if not isinstance(c.get(key, ""), str):
+        for key in ("kind", "message"):
+            if not isinstance(c.get(key), str):
                 return f"culprits[{i}].{key} is {_short(c.get(key))}, not a string"
+        if not isinstance(c.get("where", ""), str):
+            return f"culprits[{i}].where is {_short(c.get('where'))}, not a string"
     for i, e in enumerate(data["errors"]):
         subject = e.get("subject") if isinstance(e, dict) else None
         if not isinstance(e, dict) or not isinstance(subject, dict | None):

@@ -372,7 +372,8 @@ def record_spec(kind: str, tool: object) -> Spec:
         "node": (False, optional(node_name)),
         "tool": (True, lambda v, w: None if v == "" else name(v, w)),
         "findings": (True, list_of(FINDING.get(kind, finding))),
-        "meta": (False, optional(fields(meta, closed=False))),
+        # readers index a kind's required meta fields: then the meta itself is required
+        "meta": (any(req for req, _ in meta.values()), optional(fields(meta, closed=False))),
         **OUTPUT,
     }
 

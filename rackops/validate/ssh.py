@@ -23,6 +23,7 @@ from typing import Any
 
 import paramiko
 
+from rackops.names import SSH_OPTIONS_RUNNING_COMMANDS
 from rackops.validate.executor import (
     TIMEOUT_RC,
     CommandResult,
@@ -79,7 +80,8 @@ def _ssh_options(args: Sequence[str]) -> tuple[dict[str, str], str | None]:
             a = "-o" + next(it, "")
         if a.startswith("-o"):
             key, _, value = a[2:].strip().replace(" ", "=", 1).partition("=")
-            opts.setdefault(key.strip().lower(), value.strip())
+            if key.strip().lower() not in SSH_OPTIONS_RUNNING_COMMANDS:  # second guard
+                opts.setdefault(key.strip().lower(), value.strip())
         elif a == "-F":
             config = next(it, None)
         elif a in flag:
