@@ -135,9 +135,12 @@ def _in_vars_dir(root: Path, path: Path) -> bool:
 
 def _file_problem(root: Path, path: Path) -> tuple[str, str] | None:
     outside = _outside(root if root.is_dir() else root.parent, path)
-    leaves = "INV006", _runs(
-        "a symlink out of the inventory: what it reaches could be any file of this machine, "
-        "shown in a diagnostic"
+    leaves = (
+        "INV006",
+        _runs(
+            "a symlink out of the inventory: what it reaches could be any file of this machine, "
+            "shown in a diagnostic"
+        ),
     )
     try:
         st = path.stat()  # through a symlink: what Ansible would open
