@@ -261,9 +261,8 @@ def _expanded_size(node: yaml.Node, seen: dict[int, int], depth: int) -> int:
 _RANGE = re.compile(r"\[[0-9a-zA-Z]+:[0-9a-zA-Z]+(?::[0-9]+)?\]")
 
 
-def _bad_host_key(doc: yaml.Node) -> tuple[yaml.Node, str] | None:
-    """A host under some group's ``hosts:`` whose name is not a host name (an Ansible range
-    is checked as the names it expands to)."""
+def _host_keys(doc: yaml.Node) -> Iterator[yaml.ScalarNode]:
+    """Every host key of a YAML inventory document: the keys of each group's ``hosts:``."""
     todo: list[tuple[yaml.Node, bool]] = [(doc, False)]
     while todo:
         node, hosts_map = todo.pop()
@@ -273,13 +272,18 @@ def _bad_host_key(doc: yaml.Node) -> tuple[yaml.Node, str] | None:
             if not isinstance(key, yaml.ScalarNode):
                 continue
             if hosts_map:
-                problem = host_name_problem(_RANGE.sub("0", key.value))
-                if problem:
-                    return key, problem.replace(repr(_RANGE.sub("0", key.value)), repr(key.value))
-                continue
-            if key.value in ("vars",):
-                continue
-            todo.append((value, key.value == "hosts"))
+                yield key
+            elif key.value != "vars":
+                todo.append((value, key.value == "hosts"))
+
+
+def _bad_host_key(doc: yaml.Node) -> tuple[yaml.Node, str] | None:
+    """A host whose name is not a host name (an Ansible range is checked as the names it
+    expands to)."""
+    for key in _host_keys(doc):
+        problem = host_name_problem(_RANGE.sub("0", key.value))
+        if problem:
+            return key, problem.replace(repr(_RANGE.sub("0", key.value)), repr(key.value))
     return None
 
 
@@ -310,7 +314,7 @@ def _host_count(path: Path) -> int:
             docs = list(yaml.compose_all(text, Loader=_Loader))
         except (yaml.YAMLError, RecursionError):
             return 0
-        return sum(_yaml_hosts(d) for d in docs if d is not None)
+        return sum(_range_count(k.value) for d in docs if d is not None for k in _host_keys(d))
     total, section = 0, ""
     for raw in text.splitlines():
         line = raw.strip()
@@ -321,21 +325,6 @@ def _host_count(path: Path) -> int:
             continue
         if not section.endswith((":vars]", ":children]")):
             total += _range_count(line.split()[0])
-    return total
-
-
-def _yaml_hosts(doc: yaml.Node) -> int:
-    total = 0
-    todo: list[tuple[yaml.Node, bool]] = [(doc, False)]
-    while todo:
-        node, hosts_map = todo.pop()
-        if not isinstance(node, yaml.MappingNode):
-            continue
-        for key, value in node.value:
-            if hosts_map and isinstance(key, yaml.ScalarNode):
-                total += _range_count(key.value)
-            elif isinstance(key, yaml.ScalarNode) and key.value != "vars":
-                todo.append((value, key.value == "hosts"))
     return total
 
 
