@@ -41,7 +41,12 @@ YAML_SUFFIXES = (".yml", ".yaml", ".json", "")
 ANSIBLE_TAGS = ("!vault", "!unsafe", "!vault-encrypted")
 
 
-class _Loader(yaml.SafeLoader):
+# libyaml's parser where PyYAML was built with it (a wheel is): the same documents, ten times
+# faster on a large inventory
+_SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Loader(_SafeLoader):  # type: ignore[valid-type,misc]
     """YAML as Ansible reads it: its own tags are strings, not errors."""
 
 

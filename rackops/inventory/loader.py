@@ -14,6 +14,7 @@ import shlex
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -138,9 +139,14 @@ class LoadResult:
 
 def display_path(path: str | Path) -> str:
     """``path`` relative to the working directory when it lies below it."""
+    return _display_path(str(path), os.getcwd())
+
+
+@lru_cache(maxsize=4096)  # every loaded value carries its file: resolve each file once
+def _display_path(path: str, cwd: str) -> str:
     p = Path(path)
     try:
-        return str(p.resolve().relative_to(Path.cwd().resolve()))
+        return str(p.resolve().relative_to(Path(cwd).resolve()))
     except ValueError:
         return str(p)
 
