@@ -404,3 +404,46 @@ def test_a_second_node_check_steps_aside_while_one_runs(
     with only_one() as unlocked:
         assert unlocked
     assert "runs without its lock" in capsys.readouterr().err
+
+
+def test_after_a_client_that_could_not_connect_the_server_is_stopped_not_waited_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A miswired or dead link: the client cannot connect and exits. Its server, still
+    waiting for a client, gets a short grace and is stopped; waiting to its timeout held up
+    the whole round, twice per bad link (bandwidth, then latency)."""
+    from rackops.validate.replay import ReplayHandle
+    from rackops.validate.stages.pairs import SERVER_GRACE_AFTER_FAILED_CLIENT_S
+
+    waits: list[tuple[str, float]] = []
+    real_wait = ReplayHandle.wait
+
+    def wait(self: ReplayHandle, timeout: float) -> Any:
+        waits.append((self.argv[0], timeout))
+        return real_wait(self, timeout)
+
+    monkeypatch.setattr(ReplayHandle, "wait", wait)
+    ex = ReplayExecutor(recording())
+    r, plan = runner(tmp_path / "good", ex)
+    r.run(plan)
+    clients = {c.node for c in ex.calls if c.how == "run" and c.argv[0] == "ib_write_bw"}
+    bw_timeout = r.suite.checks.perftest_bw.timeout_s
+    assert waits and {t for tool, t in waits if tool == "ib_write_bw"} == {bw_timeout + 10}
+
+    waits.clear()
+    rec = recording()
+    refused = Reply(
+        rc=1,
+        stderr="Couldn't connect to 198.18.0.11:18515\nUnable to open file descriptor for "
+        "socket connection Unable to init the socket connection\n",
+    )
+    rec.exact = {k: v for k, v in rec.exact.items() if k[1][0] != "ib_write_bw"}
+    for node in clients:  # every client: refused
+        rec.add_tool(node, "ib_write_bw", refused)
+    r, plan = runner(tmp_path / "bad", ReplayExecutor(rec))
+    r.run(plan)
+    assert {t for tool, t in waits if tool == "ib_write_bw"} == {SERVER_GRACE_AFTER_FAILED_CLIENT_S}
+    pairs = [x for x in RunDir(tmp_path / "bad").records() if x["id"].startswith("pair/")]
+    assert pairs and all(
+        any(f["status"] != "OK" for f in x["findings"] if f["code"] != "C-25") for x in pairs
+    )

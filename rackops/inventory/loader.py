@@ -139,7 +139,7 @@ class LoadResult:
 
 def display_path(path: str | Path) -> str:
     """``path`` relative to the working directory when it lies below it."""
-    return _display_path(str(path), os.getcwd())
+    return _display_path(str(path), str(Path.cwd()))
 
 
 @lru_cache(maxsize=4096)  # every loaded value carries its file: resolve each file once

@@ -27,6 +27,11 @@ from rackops.validate.stages.base import StageBase
 PORT_RETRY_SHIFTS = (0, 50)
 # A server that exits before listening for another reason is tried once more after this long.
 SERVER_RETRY_DELAY_S = 1.0
+# After a client that failed (it could not connect: a miswired or dead link), the server is
+# given this long to say why before it is stopped; it would otherwise wait for a client that
+# never comes, for its whole timeout, holding up the round (twice per link: bandwidth and
+# latency).
+SERVER_GRACE_AFTER_FAILED_CLIENT_S = 3.0
 
 
 def _last_line(r: CommandResult) -> str:
@@ -238,7 +243,10 @@ class PairStage(StageBase):
         result = self.executor.run(
             self.targets[client], [tool, "-d", dev_c, *opts, server_ip], timeout
         )
-        server_result = handle.wait(timeout + 10)
+        client_failed = result.timed_out or result.rc != 0 or result.error is not None
+        server_result = handle.wait(
+            SERVER_GRACE_AFTER_FAILED_CLIENT_S if client_failed else timeout + 10
+        )
         self.rundir.save_output(step + "/server", server_result)
         meta["client_output"] = self.rundir.save_output(step + "/client", result)["stdout"]
         if result.timed_out:
