@@ -11,6 +11,7 @@ from typing import Any
 
 from test_lab import ROOT, VENV_BIN
 
+from rackops.lab import apply_leaf_mtus
 from rackops.lab.lab import lab_workdir
 from rackops.lab.scenario import Fault
 
@@ -88,8 +89,9 @@ def on_target(ssh_config: Path, node: str, cmd: str) -> str:
 
 def set_faults(faults: dict[str, list[dict[str, Any]]]) -> None:
     """Give the up lab's nodes these faults (every other node none), in place: the targets
-    see scenario.json bind-mounted, so the next tool run on them shows it. Faults applied at
-    `lab up` (a leaf port's MTU) are not among those this can change."""
+    see scenario.json bind-mounted, so the next tool run on them shows it; a leaf port's
+    MTU (``switch_mtu``) is set on the lab's bridge again. A node that `lab up` left
+    unreachable stays so."""
     path = lab_workdir(None) / "scenario.json"
     data = json.loads(path.read_text())
     for node, spec in data["nodes"].items():  # as `lab up` writes them, defaults included
@@ -100,3 +102,4 @@ def set_faults(faults: dict[str, list[dict[str, Any]]]) -> None:
         fh.seek(0)
         fh.write(json.dumps(data, indent=1))
         fh.truncate()
+    apply_leaf_mtus()

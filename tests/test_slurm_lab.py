@@ -1,20 +1,26 @@
-"""rackops through a real Slurm in the lab (`lab up --engine nspawn --slurm`): validate with
-the Slurm launcher names the same culprits as over SSH; --apply-actions drains exactly the
-rejected nodes with the finding as reason; after the faults are cleared, a re-run and
-resume-nodes give them back; node-check as HealthCheckProgram drains a faulty node by
-itself."""
+"""The 6-node fault rack (test_validate_lab.FAULTS) on nspawn targets with a real Slurm
+(`lab up --engine nspawn --slurm`), one lab for both launchers: over SSH every injected
+fault is named exactly, an unreachable node is ERROR for that node only, and a killed run
+resumed gives the same report; through Slurm the launcher names the same culprits,
+--apply-actions drains exactly the rejected nodes with the finding as reason, and after the
+faults are cleared a re-run and resume-nodes give them back. Apart: node-check as
+HealthCheckProgram drains a faulty node by itself."""
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
-from labkit import on_target, provision_hosts, set_faults, validate
+import pytest
+import yaml
+from labkit import on_target, provision_hosts, set_faults, validate, validate_argv
 from test_lab import VENV_BIN, pytestmark  # noqa: F401  (same skip/require rules)
 from test_validate_lab import EXPECTED as SSH_EXPECTED
 from test_validate_lab import FAULTS as SSH_FAULTS
@@ -25,8 +31,8 @@ from rackops.lab.lab import LabState, lab_workdir
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# the SSH fault rack without its switch-MTU fault (the leaf port's MTU is set on the lab
-# machine's bridge at `lab up` and would outlive clearing the scenario)
+# the Slurm launcher's faults: the SSH fault rack's without its switch-MTU fault (set back
+# to the switch MTU live), so what Slurm drains is the nodes' own faults
 FAULTS = "\n".join(line for line in SSH_FAULTS.splitlines() if "switch_mtu" not in line) + "\n"
 EXPECTED = {c for c in SSH_EXPECTED if c[2] != "mlx5_5"}
 
@@ -51,6 +57,20 @@ def slurm_lab(tmp: Path, nodes: int, scenario: str, health_s: int = 0) -> Iterat
         lab.down()
 
 
+def faults_of(scenario: str) -> dict[str, list[dict[str, Any]]]:
+    """node -> its faults, from a scenario's YAML (for set_faults)."""
+    nodes = yaml.safe_load(scenario)["nodes"]
+    return {n: list(spec.get("faults") or []) for n, spec in nodes.items()}
+
+
+@pytest.fixture(scope="class")
+def fault_rack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One lab for the fault rack's tests; each sets the faults it needs (set_faults), and
+    node06 stays unreachable as `lab up` left it."""
+    with slurm_lab(tmp_path_factory.mktemp("faults"), 6, SSH_FAULTS) as inv:
+        yield inv
+
+
 def slurm(*argv: str) -> str:
     env = {**os.environ, "SLURM_CONF": str(lab_workdir(None) / "slurm" / "etc" / "slurm.conf")}
     proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60, check=False)
@@ -63,8 +83,80 @@ def states() -> dict[str, tuple[str, str]]:
     return {n: (s, r) for n, s, r in (line.split("|", 2) for line in out.splitlines())}
 
 
-def test_slurm_launcher_drains_the_rejected_and_resume_gives_them_back(tmp_path: Path) -> None:
-    with slurm_lab(tmp_path, 6, FAULTS) as inv:
+class TestFaultRack:
+    """The tests on the shared fault rack (its fixture lives as long as the class, so the
+    labs after it get the machine to themselves)."""
+
+    def test_injected_faults_are_named_exactly_and_resume_matches(
+        self, fault_rack: Path, tmp_path: Path
+    ) -> None:
+        """Over SSH: every culprit named, the unreachable node an ERROR of its own; a run
+        killed part-way through the pair rounds and resumed gives the same report."""
+        inv = fault_rack
+        set_faults(faults_of(SSH_FAULTS))
+        rc, report = validate(inv, tmp_path / "full")
+        assert rc == 2 and report["verdict"] == "REJECTED"
+        assert culprits(report) == SSH_EXPECTED
+        assert [(e["code"], e["subject"]["node"]) for e in report["errors"]] == [
+            ("NODE-000", "node06")
+        ]
+        judged = set(report["nodes"]) - {"node06"}
+        assert judged == {"node01", "node02", "node03", "node04", "node05"}
+        (jumbo,) = [c for c in report["culprits"] if c["hca"] == "mlx5_5"]
+        assert "drops jumbo frames (C-25)" in jumbo["message"], jumbo["message"]
+        assert (jumbo["switch"], "C-22" in jumbo["remediation"]) == ("leaf-r5", True)
+        records = (tmp_path / "full" / "results.jsonl").read_text().splitlines()
+        node_stage = sum('"kind": "node"' in r or '"kind": "unreachable"' in r for r in records)
+
+        # kill a second run part-way through the pair rounds, then resume it
+        run = tmp_path / "killed"
+        proc = subprocess.Popen(
+            validate_argv(inv, "--run-dir", str(run)),
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            lines = (
+                (run / "results.jsonl").read_text().count("\n")
+                if (run / "results.jsonl").exists()
+                else 0
+            )
+            if lines >= node_stage + 5:  # node stage done, some pairs recorded
+                break
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        partial = (run / "results.jsonl").read_text().count("\n")
+        assert 0 < partial < len(records), partial
+        proc2 = subprocess.run(
+            validate_argv(inv, "--resume", str(run)),
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=900,
+            check=False,
+        )
+        resumed = json.loads((run / "report.json").read_text())
+        assert proc2.returncode == 2, proc2.stderr
+        for key in ("verdict", "culprits", "errors", "nodes"):
+            strip = (
+                (lambda v: [{k: x for k, x in c.items() if k != "evidence"} for c in v])
+                if key == "culprits"
+                else (lambda v: v)
+            )
+            assert strip(resumed[key]) == strip(report[key]), key
+        key = lambda p: (p["server"], p["client"], p["rail"])  # noqa: E731
+        assert sorted((key(p), p["status"], p.get("bw_gbps")) for p in resumed["pairs"]) == sorted(
+            (key(p), p["status"], p.get("bw_gbps")) for p in report["pairs"]
+        )
+
+    def test_slurm_launcher_drains_the_rejected_and_resume_gives_them_back(
+        self, fault_rack: Path, tmp_path: Path
+    ) -> None:
+        inv = fault_rack
+        set_faults(faults_of(FAULTS))  # the leaf port back at the switch MTU
         assert set(states()) == {f"node{i:02d}" for i in range(1, 7)}
         rc, report = validate(inv, tmp_path / "run", "--launcher", "slurm", "--apply-actions")
         assert rc == 2 and report["verdict"] == "REJECTED"

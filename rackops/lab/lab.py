@@ -274,16 +274,9 @@ def up(
     try:
         if nspawn_engine:
             _start_nspawn(state, spec, names, rails, log, slurm_health_interval)
-            ends = {
-                (n.name, r): host
-                for n in state.nodes
-                if n.started
-                for host, _, r in nspawn.host_ends(n, RAILS)
-                if r is not None
-            }
         else:
             _start(engine, state, spec, names, rails, nets, port_base, log)
-            ends = _podman_host_ends(engine, state)
+        ends = _rail_ends(engine, state)
         _wire(ends, wires)
         leaves = lldp.start(wd, ends, wires)
         log.append(f"LLDP: {len(leaves)} leaf switches (lldpd) on the rail bridges")
@@ -495,14 +488,54 @@ def _start(
 
 def _leaf_port_mtus(spec: Scenario) -> dict[str, dict[int, int]]:
     """node -> rail -> MTU of its leaf port, for the ports a ``switch_mtu`` fault lowers."""
-    return {
-        name: {
-            int(f.hca.split("_")[1]): int(f.mtu or SWITCH_MTU)
-            for f in node.faults
-            if f.kind == "switch_mtu" and f.hca
+    return _lowered(
+        {
+            name: [f.model_dump(exclude_none=True) for f in node.faults]
+            for name, node in spec.nodes.items()
         }
-        for name, node in spec.nodes.items()
-    }
+    )
+
+
+def _lowered(faults: dict[str, list[dict[str, object]]]) -> dict[str, dict[int, int]]:
+    """node -> rail -> MTU, from faults as scenario.json holds them (mlx5_<rail>)."""
+    out: dict[str, dict[int, int]] = {}
+    for name, fs in faults.items():
+        for f in fs:
+            if f.get("kind") == "switch_mtu" and f.get("hca"):
+                rail = int(str(f["hca"]).split("_")[1])
+                out.setdefault(name, {})[rail] = int(str(f.get("mtu") or SWITCH_MTU))
+    return out
+
+
+def _rail_ends(engine: Engine, state: LabState) -> dict[tuple[str, int], str]:
+    """(node, rail) -> the host end of that target's rail link (a leaf bridge's port)."""
+    if state.engine == "nspawn":
+        return {
+            (n.name, r): host
+            for n in state.nodes
+            if n.started
+            for host, _, r in nspawn.host_ends(n, RAILS)
+            if r is not None
+        }
+    return _podman_host_ends(engine, state)
+
+
+def apply_leaf_mtus(*, workdir: str | None = None) -> dict[tuple[str, int], int]:
+    """Set every leaf port's MTU again from the up lab's scenario.json as it is now, so a
+    ``switch_mtu`` fault written into it on a running lab takes effect, and one cleared
+    from it is undone (the other faults take effect at the next tool run by themselves).
+    What each (node, rail) port now runs at."""
+    wd = lab_workdir(workdir)
+    state = LabState.load(wd)
+    if state is None:
+        raise LabError(f"no lab is up in {wd}: nothing to apply")
+    try:
+        nodes = json.loads((wd / "scenario.json").read_text())["nodes"]
+        lowered = _lowered({n: list(spec.get("faults") or []) for n, spec in nodes.items()})
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
+        raise LabError(f"{wd / 'scenario.json'}: unreadable ({exc}); run `lab up` again") from exc
+    engine = Engine("podman" if state.engine == "nspawn" else state.engine, wd)
+    return _set_leaf_mtus(_rail_ends(engine, state), lowered)
 
 
 def _set_mtu(dev: str, mtu: int) -> None:
@@ -555,15 +588,21 @@ def _switch_mtu(engine: Engine, state: LabState, spec: Scenario) -> None:
     """The rail bridges play the leaf switches: their ports (the host ends of the targets'
     rail veths) run at the switch MTU, while the targets start at 1500 until provisioned.
     A ``switch_mtu`` fault lowers one leaf port."""
-    bridges: set[str] = set()
-    leaf_mtus = _leaf_port_mtus(spec)
-    for (node, r), host_end in _podman_host_ends(engine, state).items():
-        _set_mtu(host_end, leaf_mtus.get(node, {}).get(r, SWITCH_MTU))
-        master = _master(host_end)
-        if master:
-            bridges.add(master)
-    for bridge in sorted(bridges):
+    ends = _podman_host_ends(engine, state)
+    _set_leaf_mtus(ends, _leaf_port_mtus(spec))
+    for bridge in sorted({m for end in ends.values() if (m := _master(end))}):
         _set_mtu(bridge, SWITCH_MTU)
+
+
+def _set_leaf_mtus(
+    ends: dict[tuple[str, int], str], lowered: dict[str, dict[int, int]]
+) -> dict[tuple[str, int], int]:
+    """Each leaf port at the switch MTU, or at what a ``switch_mtu`` fault lowers it to."""
+    applied = {}
+    for (node, rail), host_end in sorted(ends.items()):
+        applied[(node, rail)] = lowered.get(node, {}).get(rail, SWITCH_MTU)
+        _set_mtu(host_end, applied[(node, rail)])
+    return applied
 
 
 def _wire(ends: dict[tuple[str, int], str], wires: Wiring) -> None:
