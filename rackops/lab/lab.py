@@ -535,6 +535,8 @@ def apply_leaf_mtus(*, workdir: str | None = None) -> dict[tuple[str, int], int]
     except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
         raise LabError(f"{wd / 'scenario.json'}: unreadable ({exc}); run `lab up` again") from exc
     engine = Engine("podman" if state.engine == "nspawn" else state.engine, wd)
+    if state.engine != "nspawn":
+        engine.configure()  # the lab's own storage and settings, as `lab up` set them
     return _set_leaf_mtus(_rail_ends(engine, state), lowered)
 
 
