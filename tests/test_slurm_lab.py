@@ -211,7 +211,9 @@ class TestFaultRack:
 
 def test_node_check_as_health_check_program_drains_a_faulty_node(tmp_path: Path) -> None:
     scenario = "nodes:\n  node02:\n    faults: [{kind: gpu_missing, gpu: 3}]\n"
-    with slurm_lab(tmp_path, 2, scenario, health_s=5):
+    # every 15 s: a check every 5 s on both targets, while the tuning is provisioned beside
+    # it, doubled the provisioning time on a 2-core machine
+    with slurm_lab(tmp_path, 2, scenario, health_s=15):
         # node01 may have drained itself while its tools were still being installed; its
         # next check passes and resumes it (rackops undoes only its own drain)
         deadline = time.monotonic() + 120
