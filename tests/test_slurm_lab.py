@@ -160,7 +160,7 @@ class TestFaultRack:
         assert set(states()) == {f"node{i:02d}" for i in range(1, 7)}
         rc, report = validate(inv, tmp_path / "run", "--launcher", "slurm", "--apply-actions")
         assert rc == 2 and report["verdict"] == "REJECTED"
-        assert culprits(report) == EXPECTED  # as over SSH (test_validate_lab)
+        assert culprits(report) == EXPECTED  # as over SSH above, less the cleared jumbo fault
         assert [(e["code"], e["subject"]["node"]) for e in report["errors"]] == [
             ("NODE-000", "node06")
         ]

@@ -243,7 +243,7 @@ class PairStage(StageBase):
         result = self.executor.run(
             self.targets[client], [tool, "-d", dev_c, *opts, server_ip], timeout
         )
-        client_failed = result.timed_out or result.rc != 0 or result.error is not None
+        client_failed = not result.ran or result.timed_out or result.rc != 0
         server_result = handle.wait(
             SERVER_GRACE_AFTER_FAILED_CLIENT_S if client_failed else timeout + 10
         )
