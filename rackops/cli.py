@@ -216,6 +216,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         resume=args.resume,
         pairing=args.pairing,
         suspects=tuple(s for s in (args.suspects or "").split(",") if s),
+        limit=args.limit,
         accept_new_host_keys=args.accept_new_host_keys,
         allow_lookups=args.allow_lookups,
         concurrency=args.concurrency,
@@ -589,6 +590,11 @@ def _add_validate(sub: Any) -> None:
     val.add_argument("--resume", metavar="RUN_DIR", help="continue an interrupted run")
     val.add_argument("--pairing", choices=("full", "sample", "suspects"))
     val.add_argument("--suspects", help="suspects mode: comma-separated nodes to re-test")
+    val.add_argument(
+        "--limit",
+        help="validate only these nodes (comma-separated names or patterns, e.g. node0[1-4]);"
+        " a resumed run keeps its own",
+    )
     val.add_argument(
         "--accept-new-host-keys",
         action="store_true",

@@ -3,8 +3,10 @@
 fault is named exactly, an unreachable node is ERROR for that node only, and a killed run
 resumed gives the same report; through Slurm the launcher names the same culprits,
 --apply-actions drains exactly the rejected nodes with the finding as reason, and after the
-faults are cleared a re-run and resume-nodes give them back. Apart: node-check as
-HealthCheckProgram drains a faulty node by itself."""
+faults are cleared a re-run and resume-nodes give them back. The same lab, its faults
+cleared, is the clean rack (four of its nodes, `--limit`): accepted, and with a hung tool
+the run times it out and finishes. Last, Slurm's health checks turned on live: node-check
+as HealthCheckProgram drains a faulty node by itself."""
 
 from __future__ import annotations
 
@@ -35,10 +37,12 @@ ROOT = Path(__file__).resolve().parent.parent
 # to the switch MTU live), so what Slurm drains is the nodes' own faults
 FAULTS = "\n".join(line for line in SSH_FAULTS.splitlines() if "switch_mtu" not in line) + "\n"
 EXPECTED = {c for c in SSH_EXPECTED if c[2] != "mlx5_5"}
+# the clean rack: four of the lab's nodes, their faults cleared (node06 stays unreachable)
+CLEAN = "node0[1-4]"
 
 
 @contextmanager
-def slurm_lab(tmp: Path, nodes: int, scenario: str, health_s: int = 0) -> Iterator[Path]:
+def slurm_lab(tmp: Path, nodes: int, scenario: str) -> Iterator[Path]:
     assert LabState.load(lab_workdir(None)) is None, "a lab is already up: rackops lab down"
     (tmp / "scenario.yaml").write_text(scenario)
     inv = tmp / "inv"
@@ -48,7 +52,6 @@ def slurm_lab(tmp: Path, nodes: int, scenario: str, health_s: int = 0) -> Iterat
         inventory=str(inv),
         engine_name="nspawn",
         slurm=True,
-        slurm_health_interval=health_s,
     )
     try:
         provision_hosts(inv, scenario)
@@ -208,14 +211,41 @@ class TestFaultRack:
             st = states()
         assert back <= {n for n, (s, _) in st.items() if s in ("idle", "mixed")}, st
 
+    def test_clean_rack_is_accepted(self, fault_rack: Path, tmp_path: Path) -> None:
+        set_faults({})
+        rc, report = validate(fault_rack, tmp_path / "run", "--limit", CLEAN)
+        assert rc == 0 and report["verdict"] == "ACCEPTED"
+        assert report["culprits"] == [] and report["errors"] == [] and report["warnings"] == []
+        assert len(report["pairs"]) == 6 * 8 and all(p["status"] == "OK" for p in report["pairs"])
+        # the physical layer ran and found every cable where the map says, every port clean
+        assert len(report["ports"]) == 4 * 8 and all(p["status"] == "OK" for p in report["ports"])
+        assert all(p["lat_us"] is not None for p in report["pairs"])
+        assert report["cabling"]["source"] == "lldpctl" and len(report["cabling"]["seen"]) == 32
+        assert all(st == "OK" for checks in report["nodes"].values() for st in checks.values())
+        html = (tmp_path / "run" / "report.html").read_text()
+        assert "ACCEPTED" in html
 
-def test_node_check_as_health_check_program_drains_a_faulty_node(tmp_path: Path) -> None:
-    scenario = "nodes:\n  node02:\n    faults: [{kind: gpu_missing, gpu: 3}]\n"
-    # every 15 s: a check every 5 s on both targets, while the tuning is provisioned beside
-    # it, doubled the provisioning time on a 2-core machine
-    with slurm_lab(tmp_path, 2, scenario, health_s=15):
-        # node01 may have drained itself while its tools were still being installed; its
-        # next check passes and resumes it (rackops undoes only its own drain)
+    def test_hung_tool_times_out_and_the_run_finishes(
+        self, fault_rack: Path, tmp_path: Path
+    ) -> None:
+        set_faults({"node01": [{"kind": "hang", "tool": "dcgmi"}]})
+        try:
+            started = time.monotonic()
+            rc, report = validate(fault_rack, tmp_path / "run", "--limit", CLEAN)
+            elapsed = time.monotonic() - started
+        finally:
+            set_faults({})
+        assert rc == 3 and report["verdict"] == "UNDECIDED"
+        assert [(e["code"], e["subject"]["node"]) for e in report["errors"]] == [
+            ("RUN-TIMEOUT", "node01")
+        ]
+        assert report["culprits"] == []
+        assert elapsed < 120
+
+    def test_node_check_as_health_check_program_drains_a_faulty_node(self) -> None:
+        """Last on this lab: Slurm's health checks, turned on live, stay on until it ends."""
+        set_faults({"node02": [{"kind": "gpu_missing", "gpu": 3}]})
+        lab.set_health_interval(15)
         deadline = time.monotonic() + 120
         st = states()
         while time.monotonic() < deadline and (

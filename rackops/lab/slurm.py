@@ -107,6 +107,26 @@ def slurm_conf(state: LabState, health_interval: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+def set_health_interval(interval: int, *, workdir: str | None = None) -> None:
+    """Turn the nodes' self-checks on (every ``interval`` seconds) or off (0) on an up
+    Slurm lab: slurm.conf is written again (the targets see it through their bind mount)
+    and every daemon re-reads it (``scontrol reconfigure``)."""
+    from rackops.lab.lab import lab_workdir  # lab.py starts this module's daemons
+
+    if not 0 <= interval <= 86_400:
+        raise LabError(f"health-check interval {interval} s: give 0 (off) to 86400")
+    wd = lab_workdir(workdir)
+    state = LabState.load(wd)
+    if state is None or not state.slurm:
+        raise LabError(f"no Slurm lab is up in {wd}: `rackops lab up --engine nspawn --slurm`")
+    conf_path(wd).write_text(slurm_conf(state, interval))
+    proc = subprocess.run(
+        ["scontrol", "reconfigure"], env=env(wd), capture_output=True, text=True, check=False
+    )
+    if proc.returncode != 0:
+        raise LabError(f"scontrol reconfigure failed: {(proc.stderr or proc.stdout).strip()}")
+
+
 def _requirements(dist: str) -> list[str]:
     """The distributions ``dist`` needs (no extras), by name."""
     out = []

@@ -10,13 +10,14 @@ from typing import Any
 from rackops import __version__
 from rackops.errors import RackopsError
 from rackops.inventory import load_inventory
+from rackops.inventory.model import Cluster
 from rackops.profiles import Profile, load_profile
 from rackops.scheduler.actions import apply, scheduler_of
 from rackops.scheduler.slurm import SlurmSettings, slurm_env
 from rackops.suites import load_suite
 from rackops.validate.executor import Executor
 from rackops.validate.localise import Verdict
-from rackops.validate.plan import Plan, make_plan
+from rackops.validate.plan import Plan, limited, make_plan
 from rackops.validate.report import actions, write_reports
 from rackops.validate.rundir import RunDir
 from rackops.validate.runner import Progress, Runner, _stderr, targets_from_inventory
@@ -31,6 +32,34 @@ class Outcome:
     verdict: Verdict | None
 
 
+def _resumed_limit(path: Path, given: str | None) -> str | None:
+    """The --limit a resumed run was started with; another one is refused (the steps
+    already done were chosen by it)."""
+    try:
+        meta = RunDir(path).read_json("run.json") if (path / "run.json").exists() else {}
+    except RackopsError:
+        meta = {}  # an unreadable run.json: the report says so; the limit is the one given
+    recorded = meta.get("limit") if isinstance(meta, dict) else None
+    if recorded is not None and not isinstance(recorded, str):
+        raise RackopsError(f"{path / 'run.json'}: limit is {recorded!r}, not a string")
+    if given is not None and recorded is not None and given != recorded:
+        raise RackopsError(
+            f"--resume {path}: --limit {given} differs from the run's own --limit {recorded}; "
+            "resume without --limit (or with the same), or start a new run"
+        )
+    return given if given is not None else recorded
+
+
+def _check_suspects(
+    suspects: tuple[str, ...], cluster: Cluster, inventory: str, limit: str | None
+) -> None:
+    names = {n.name for n in cluster.nodes}
+    for s in suspects:
+        if s not in names:
+            where = f"the nodes --limit {limit} selects" if limit else f"the nodes of {inventory}"
+            raise RackopsError(f"--suspects {s[:80]!r} is not one of {where}")
+
+
 def validate(
     inventory: str,
     suite_name: str,
@@ -40,6 +69,7 @@ def validate(
     resume: str | None = None,
     pairing: str | None = None,
     suspects: tuple[str, ...] = (),
+    limit: str | None = None,
     accept_new_host_keys: bool = False,
     allow_lookups: bool = False,
     concurrency: int = 32,
@@ -50,6 +80,11 @@ def validate(
 ) -> Outcome:
     result = load_inventory(inventory, allow_lookups=allow_lookups)
     cluster = result.raise_for_errors()
+    if resume:
+        limit = _resumed_limit(Path(resume), limit)
+    if limit is not None:
+        cluster = limited(cluster, limit, inventory)
+    _check_suspects(suspects, cluster, inventory, limit)
     inv_dir = Path(inventory) if Path(inventory).is_dir() else Path(inventory).parent
     suite = load_suite(suite_name, inv_dir)
     profiles: dict[str, Profile] = {
@@ -90,6 +125,7 @@ def validate(
                 "plan": plan.describe(),
                 "launcher": launcher,
                 "scheduler": scheduler,
+                "limit": limit,
                 "slurm_conf": slurm.conf,
             },
         )

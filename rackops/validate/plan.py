@@ -9,19 +9,58 @@ rests each round), every pair exactly once — the minimum number of rounds.
 
 from __future__ import annotations
 
+import fnmatch
 import random
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import overload
 
+from rackops.errors import RackopsError
 from rackops.inventory.model import Cluster, Node
 from rackops.suites import Suite
 from rackops.tools import node_checks
 from rackops.tools.base import NodeCheck
 
-__all__ = ["NodeCheck", "PairRound", "Plan", "make_plan", "node_checks"]
+__all__ = ["NodeCheck", "PairRound", "Plan", "limited", "make_plan", "node_checks"]
 
 PERFTEST_PORT = 18515
+MAX_LIMIT_PATTERNS = 10_000
+# a node name, or a shell-style pattern of one (node0[1-4], su2-*): never an option, a
+# path, a hostlist for another program or a second word
+_PATTERN = re.compile(r"[A-Za-z0-9*?\[][A-Za-z0-9_.*?!\[\]-]{0,252}", re.ASCII)
+
+
+def limited(cluster: Cluster, limit: str, inventory: str) -> Cluster:
+    """The cluster with only the nodes ``limit`` selects: comma-separated node names or
+    shell-style patterns (``node0[1-4]``), inventory order kept. Every pattern must select a
+    node: a typo never quietly validates less than was asked for."""
+    patterns = limit.split(",")
+    if not limit.strip():
+        raise RackopsError("--limit is empty: name the nodes to validate, e.g. node01,node0[3-4]")
+    if len(patterns) > MAX_LIMIT_PATTERNS:
+        raise RackopsError(
+            f"--limit has more than {MAX_LIMIT_PATTERNS} names; select with patterns "
+            "(node0*) or validate the whole inventory"
+        )
+    chosen: set[str] = set()
+    for pat in patterns:
+        if not pat:
+            raise RackopsError(f"--limit {limit[:80]!r}: an empty name between commas")
+        if not _PATTERN.fullmatch(pat):
+            raise RackopsError(
+                f"--limit: {pat[:80]!r} is not a node name or pattern (letters, digits, "
+                "'-', '_', '.', and the wildcards * ? [ ])"
+            )
+        hits = {n.name for n in cluster.nodes if fnmatch.fnmatchcase(n.name, pat)}
+        if not hits:
+            names = [n.name for n in cluster.nodes]
+            shown = ", ".join(names[:8]) + (f", … ({len(names)} in all)" if len(names) > 8 else "")
+            raise RackopsError(
+                f"--limit: {pat!r} matches no node of {inventory}; its nodes are: {shown}"
+            )
+        chosen |= hits
+    return cluster.model_copy(update={"nodes": tuple(n for n in cluster.nodes if n.name in chosen)})
 
 
 @dataclass(frozen=True)

@@ -80,9 +80,21 @@ class SlurmHandle:
             t.start()
             self._readers.append(t)
 
+    @classmethod
+    def spawn(
+        cls, host: str, argv: tuple[str, ...], cmd: Sequence[str], env: Mapping[str, str] | None
+    ) -> SlurmHandle:
+        """Start ``cmd`` (the srun of ``argv``) with unbuffered pipes, read as it prints."""
+        proc = subprocess.Popen(
+            list(cmd), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0
+        )
+        return cls(host, argv, proc, time.monotonic())
+
     @staticmethod
     def _pump(stream: object, buf: bytearray) -> None:
-        read = getattr(stream, "read1", None)
+        # an unbuffered pipe is a raw FileIO: its read(n) returns what is there as soon as
+        # anything is (a buffered reader's read1 does the same; its read(n) would wait for n)
+        read = getattr(stream, "read1", None) or getattr(stream, "read", None)
         while read is not None:
             chunk = read(65536)
             if not chunk:
@@ -242,10 +254,7 @@ class SlurmExecutor:
         if why is not None:
             raise SlurmError(f"{t.name}: {why}")
         cmd = self._srun([t.name], "-n", "1", *timeout_argv(argv, timeout))
-        proc = subprocess.Popen(
-            cmd, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0
-        )
-        return SlurmHandle(t.name, tuple(argv), proc, time.monotonic())
+        return SlurmHandle.spawn(t.name, tuple(argv), cmd, self.env)
 
     def multi_node(
         self,
