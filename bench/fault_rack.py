@@ -1,12 +1,15 @@
 """What a lab fault rack costs, stage by stage: the time CI spends per lab test.
 
     sudo .venv/bin/python bench/fault_rack.py --nodes 8   # the physical fault rack
+    sudo .venv/bin/python bench/fault_rack.py --nodes 8 --launcher slurm \
+        --scenario validators/scenarios/faults.yaml --pairing full
 
 Brings up a podman lab of that size and scenario, then times, each as the tests run it:
 ``playbooks/lab-hardware.yml`` (the stand-in stack), the host tuning
 (``playbooks/provision.yml --tags net_mtu,hugepages,irq_affinity,roce_host_qos``), a
 second tuning run (nothing to change: the cost of Ansible's per-task round trips alone) and
-``rackops validate --suite lab --pairing sample``; then takes the lab down. Prints one
+``rackops validate --suite lab --pairing sample`` (``--launcher slurm``: on an nspawn
+lab with a real Slurm, validated through it); then takes the lab down. Prints one
 Markdown row, and the slowest tasks of the first tuning run (Ansible's profile_tasks).
 """
 
@@ -42,11 +45,20 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--nodes", type=int, default=8)
     ap.add_argument("--scenario", default="validators/scenarios/physical.yaml")
+    ap.add_argument("--launcher", choices=("ssh", "slurm"), default="ssh")
+    ap.add_argument("--pairing", choices=("full", "sample"), default="sample")
     args = ap.parse_args()
+    slurm = args.launcher == "slurm"
     with tempfile.TemporaryDirectory() as tmp:
         inv = Path(tmp) / "inv"
         started = time.monotonic()
-        lab.up(nodes=args.nodes, scenario=str(ROOT / args.scenario), inventory=str(inv))
+        lab.up(
+            nodes=args.nodes,
+            scenario=str(ROOT / args.scenario),
+            inventory=str(inv),
+            engine_name="nspawn" if slurm else "podman",
+            slurm=slurm,
+        )
         up_s = time.monotonic() - started
         try:
             playbook = [str(BIN / "ansible-playbook"), "-i", str(inv)]
@@ -64,7 +76,9 @@ def main() -> int:
                     "lab",
                     "--accept-new-host-keys",
                     "--pairing",
-                    "sample",
+                    args.pairing,
+                    "--launcher",
+                    args.launcher,
                     "--run-dir",
                     str(Path(tmp) / "run"),
                 ]
@@ -72,11 +86,13 @@ def main() -> int:
         finally:
             lab.down()
     print(
-        "| nodes | lab up (s) | stand-in stack (s) | tuning (s) | tuning again (s) | validate (s) |"
+        "| nodes | launcher | lab up (s) | stand-in stack (s) | tuning (s) | tuning again (s) "
+        "| validate (s) |"
     )
-    print("| ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| ---: | --- | ---: | ---: | ---: | ---: | ---: |")
     print(
-        f"| {args.nodes} | {up_s:.0f} | {hw_s:.0f} | {tune_s:.0f} | {again_s:.0f} | {val_s:.0f} |"
+        f"| {args.nodes} | {args.launcher} | {up_s:.0f} | {hw_s:.0f} | {tune_s:.0f} "
+        f"| {again_s:.0f} | {val_s:.0f} |"
     )
     recap = out[out.find("TASKS RECAP") :]
     print("\nslowest tasks of the first tuning run:")
