@@ -592,8 +592,8 @@ def _add_validate(sub: Any) -> None:
     val.add_argument("--suspects", help="suspects mode: comma-separated nodes to re-test")
     val.add_argument(
         "--limit",
-        help="validate only these nodes (comma-separated names or patterns, e.g. node0[1-4]);"
-        " a resumed run keeps its own",
+        help="validate only these nodes: comma-separated names or shell-style patterns, quoted"
+        " (e.g. 'node0[1-4]'); a resumed run keeps its own",
     )
     val.add_argument(
         "--accept-new-host-keys",

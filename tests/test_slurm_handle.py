@@ -5,7 +5,11 @@ pipes), here a shell standing in for srun, which only this machine's lab has."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
+import pytest
+
+from rackops.lab import LabError, set_health_interval
 from rackops.validate.slurm import SlurmHandle
 
 
@@ -37,3 +41,15 @@ def test_a_step_that_ends_gives_its_whole_output_and_status() -> None:
     result = handle.wait(10)
     assert (result.rc, result.stdout, result.stderr) == (3, "a\nb", "oops")
     assert not result.timed_out
+
+
+def test_a_health_interval_slurm_cannot_hold_is_refused_before_any_lab_is_read(
+    tmp_path: Path,
+) -> None:
+    # HealthCheckInterval is a 16-bit count of seconds; nothing is written for a bad one
+    for bad in (-1, 65536, 15.5, True, "15"):
+        with pytest.raises(LabError, match="whole number of seconds, 0 to 65535"):
+            set_health_interval(bad, workdir=str(tmp_path))  # type: ignore[arg-type]
+    with pytest.raises(LabError, match="no Slurm lab is up"):
+        set_health_interval(15, workdir=str(tmp_path))
+    assert list(tmp_path.iterdir()) == []

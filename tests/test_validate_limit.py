@@ -90,5 +90,55 @@ def test_a_resumed_run_keeps_its_limit_and_refuses_another(tmp_path: Path) -> No
     (run / "run.json").write_text(json.dumps({"limit": "node01,node02"}))
     from rackops.validate import validate
 
-    with pytest.raises(RackopsError, match=r"--limit node01,node03.*node01,node02"):
+    with pytest.raises(RackopsError, match=r"--limit 'node01,node03'.*'node01,node02'"):
         validate(INV, "acceptance", resume=str(run), limit="node01,node03")
+
+
+def _run_dir(tmp_path: Path, meta: object | None) -> Path:
+    run = tmp_path / "run"
+    run.mkdir(parents=True)
+    (run / "results.jsonl").write_text("")
+    if meta is not None:
+        (run / "run.json").write_text(json.dumps(meta))
+    return run
+
+
+def test_a_resumed_full_run_refuses_a_limit(tmp_path: Path) -> None:
+    """A run that validated every node is not narrowed on resume (its report would mix
+    the two), whether run.json says limit null or predates --limit."""
+    from rackops.validate import validate
+
+    for meta in ({"limit": None}, {"suite": "acceptance"}):
+        run = _run_dir(tmp_path / str(len(str(meta))), meta)
+        with pytest.raises(RackopsError, match="every node of the inventory"):
+            validate(INV, "acceptance", resume=str(run), limit="node0[1-2]")
+
+
+def test_a_resumed_run_keeps_the_limit_it_recorded(tmp_path: Path) -> None:
+    from rackops.validate import validate
+
+    run = _run_dir(tmp_path, {"limit": "node02,node01"})
+    # the same patterns in another order are the same limit
+    out = validate(INV, "acceptance", resume=str(run), limit="node01,node02", dry_run=True)
+    assert out.plan.nodes == ("node01", "node02")
+    out = validate(INV, "acceptance", resume=str(run), dry_run=True)
+    assert out.plan.nodes == ("node01", "node02")
+
+
+def test_a_recorded_limit_is_checked_like_a_given_one(tmp_path: Path) -> None:
+    from rackops.validate import validate
+
+    run = _run_dir(tmp_path, {"limit": "node01\x1b[2J"})
+    with pytest.raises(RackopsError, match=r"not a node name or pattern") as err:
+        validate(INV, "acceptance", resume=str(run), dry_run=True)
+    assert "\x1b" not in str(err.value)
+
+
+def test_a_resume_without_run_json_says_what_it_validates(tmp_path: Path) -> None:
+    from rackops.validate import validate
+
+    said: list[str] = []
+    run = _run_dir(tmp_path, None)
+    out = validate(INV, "acceptance", resume=str(run), dry_run=True, progress=said.append)
+    assert len(out.plan.nodes) == 4
+    assert any("no readable run.json" in s and "every node" in s for s in said), said

@@ -113,17 +113,21 @@ def set_health_interval(interval: int, *, workdir: str | None = None) -> None:
     and every daemon re-reads it (``scontrol reconfigure``)."""
     from rackops.lab.lab import lab_workdir  # lab.py starts this module's daemons
 
-    if not 0 <= interval <= 86_400:
-        raise LabError(f"health-check interval {interval} s: give 0 (off) to 86400")
+    # slurm.conf's HealthCheckInterval is a 16-bit count of seconds
+    if isinstance(interval, bool) or not isinstance(interval, int) or not 0 <= interval <= 65535:
+        raise LabError(f"health-check interval {interval!r}: a whole number of seconds, 0 to 65535")
     wd = lab_workdir(workdir)
     state = LabState.load(wd)
     if state is None or not state.slurm:
         raise LabError(f"no Slurm lab is up in {wd}: `rackops lab up --engine nspawn --slurm`")
-    conf_path(wd).write_text(slurm_conf(state, interval))
+    path = conf_path(wd)
+    before = path.read_text()
+    path.write_text(slurm_conf(state, interval))
     proc = subprocess.run(
         ["scontrol", "reconfigure"], env=env(wd), capture_output=True, text=True, check=False
     )
     if proc.returncode != 0:
+        path.write_text(before)  # the daemons keep what they read last; so does the file
         raise LabError(f"scontrol reconfigure failed: {(proc.stderr or proc.stdout).strip()}")
 
 

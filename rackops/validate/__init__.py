@@ -18,6 +18,7 @@ from rackops.suites import load_suite
 from rackops.validate.executor import Executor
 from rackops.validate.localise import Verdict
 from rackops.validate.plan import Plan, limited, make_plan
+from rackops.validate.records import short
 from rackops.validate.report import actions, write_reports
 from rackops.validate.rundir import RunDir
 from rackops.validate.runner import Progress, Runner, _stderr, targets_from_inventory
@@ -32,22 +33,33 @@ class Outcome:
     verdict: Verdict | None
 
 
-def _resumed_limit(path: Path, given: str | None) -> str | None:
-    """The --limit a resumed run was started with; another one is refused (the steps
-    already done were chosen by it)."""
+def _resumed_limit(path: Path, given: str | None, progress: Progress) -> str | None:
+    """The --limit a resumed run keeps: the one its run.json recorded (none: every node of
+    the inventory, as in a run from before --limit). Another one is refused, since the
+    steps already done were chosen by it."""
     try:
-        meta = RunDir(path).read_json("run.json") if (path / "run.json").exists() else {}
+        meta = RunDir(path).read_json("run.json") if (path / "run.json").exists() else None
     except RackopsError:
-        meta = {}  # an unreadable run.json: the report says so; the limit is the one given
-    recorded = meta.get("limit") if isinstance(meta, dict) else None
-    if recorded is not None and not isinstance(recorded, str):
-        raise RackopsError(f"{path / 'run.json'}: limit is {recorded!r}, not a string")
-    if given is not None and recorded is not None and given != recorded:
-        raise RackopsError(
-            f"--resume {path}: --limit {given} differs from the run's own --limit {recorded}; "
-            "resume without --limit (or with the same), or start a new run"
+        meta = None
+    if not isinstance(meta, dict):
+        progress(
+            f"resume: {path} has no readable run.json: "
+            + (f"--limit {short(given)}" if given else "every node of the inventory")
+            + " is validated, as given"
         )
-    return given if given is not None else recorded
+        return given
+    recorded = meta.get("limit")
+    if recorded is not None and not isinstance(recorded, str):
+        raise RackopsError(f"{path / 'run.json'}: limit is {short(recorded)}, not a string")
+    if given is not None and (
+        recorded is None or set(given.split(",")) != set(recorded.split(","))
+    ):
+        was = f"--limit {short(recorded)}" if recorded else "every node of the inventory"
+        raise RackopsError(
+            f"--resume {path}: --limit {short(given)}, but the run validated {was}; resume "
+            "without --limit (the run keeps its own), or start a new run"
+        )
+    return recorded
 
 
 def _check_suspects(
@@ -81,7 +93,7 @@ def validate(
     result = load_inventory(inventory, allow_lookups=allow_lookups)
     cluster = result.raise_for_errors()
     if resume:
-        limit = _resumed_limit(Path(resume), limit)
+        limit = _resumed_limit(Path(resume), limit, progress)
     if limit is not None:
         cluster = limited(cluster, limit, inventory)
     _check_suspects(suspects, cluster, inventory, limit)

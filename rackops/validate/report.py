@@ -70,6 +70,7 @@ def build_report(run: RunDir) -> dict[str, Any]:
         "suite": meta.get("suite"),
         "started": meta.get("started"),
         "plan": meta.get("plan"),
+        "limit": meta.get("limit") if isinstance(meta.get("limit"), str) else None,
         "verdict": verdict.label,
         "exit_code": verdict.exit_code,
         "culprits": [c.as_dict() for c in verdict.culprits],
@@ -194,6 +195,7 @@ def summary(report: dict[str, Any]) -> str:
     lines = [
         f"verdict: {report['verdict']} (exit {report['exit_code']}) — "
         f"{len(report['nodes'])} nodes, {len(report['pairs'])} links tested"
+        + (f" (only --limit {report['limit']})" if report.get("limit") else "")
     ]
     for c in report["culprits"]:
         lines.append(f"  FIX  {c['where']}: {c['message']}")
