@@ -69,7 +69,7 @@ def _check_suspects(
     for s in suspects:
         if s not in names:
             where = f"the nodes --limit {limit} selects" if limit else f"the nodes of {inventory}"
-            raise RackopsError(f"--suspects {s[:80]!r} is not one of {where}")
+            raise RackopsError(f"--suspects {short(s)} is not one of {where}")
 
 
 def validate(

@@ -43,6 +43,7 @@ def limited(cluster: Cluster, limit: str, inventory: str) -> Cluster:
             f"--limit has more than {MAX_LIMIT_PATTERNS} names; select with patterns "
             "(node0*) or validate the whole inventory"
         )
+    names = {n.name for n in cluster.nodes}
     chosen: set[str] = set()
     for pat in patterns:
         if not pat:
@@ -52,10 +53,13 @@ def limited(cluster: Cluster, limit: str, inventory: str) -> Cluster:
                 f"--limit: {pat[:80]!r} is not a node name or pattern (letters, digits, "
                 "'-', '_', '.', and the wildcards * ? [ ])"
             )
-        hits = {n.name for n in cluster.nodes if fnmatch.fnmatchcase(n.name, pat)}
+        if any(c in pat for c in "*?["):
+            hits = {n for n in names if fnmatch.fnmatchcase(n, pat)}
+        else:  # a plain name: a lookup, not a match against every node
+            hits = {pat} & names
         if not hits:
-            names = [n.name for n in cluster.nodes]
-            shown = ", ".join(names[:8]) + (f", … ({len(names)} in all)" if len(names) > 8 else "")
+            order = [n.name for n in cluster.nodes]
+            shown = ", ".join(order[:8]) + (f", … ({len(order)} in all)" if len(order) > 8 else "")
             raise RackopsError(
                 f"--limit: {pat!r} matches no node of {inventory}; its nodes are: {shown}"
             )
