@@ -241,6 +241,31 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     return outcome.verdict.exit_code
 
 
+def _cmd_profile_capture(args: argparse.Namespace) -> int:
+    from rackops.fleet.capture import capture
+
+    run = args.run
+    if run is None:  # the node's own run, now: a golden node must pass today's checks
+        from rackops.validate import validate
+
+        outcome = validate(
+            args.inventory,
+            args.suite,
+            limit=args.node,
+            run_dir=args.run_dir,
+            accept_new_host_keys=args.accept_new_host_keys,
+            allow_lookups=args.allow_lookups,
+            launcher=args.launcher,
+        )
+        assert outcome.run_dir is not None
+        run = str(outcome.run_dir)
+    path, count = capture(
+        args.inventory, args.node, Path(args.output), Path(run), allow_lookups=args.allow_lookups
+    )
+    print(f"{path}: golden {args.node}, {count} facts (from {run})")
+    return ExitCode.OK
+
+
 def _cmd_resume_nodes(args: argparse.Namespace) -> int:
     from rackops.scheduler.actions import apply, load_report, resume_commands
     from rackops.scheduler.slurm import slurm_env
@@ -620,6 +645,40 @@ def _add_validate(sub: Any) -> None:
     val.set_defaults(func=_cmd_validate)
 
 
+def _add_profile(sub: Any) -> None:
+    prof = sub.add_parser(
+        "profile",
+        help="hardware profiles: capture a golden node's facts",
+        description="Profiles say what a healthy node of one SKU is. `capture` reads a node "
+        "known to be good and writes its profile with every fact the fleet must share.",
+    )
+    psub = prof.add_subparsers(dest="profile_command", metavar="ACTION", parser_class=_Parser)
+    cap = psub.add_parser(
+        "capture",
+        help="write a golden profile from an accepted node",
+        description="Read NODE's facts (versions, firmware, PCIe links, ACS, mlxconfig, GPU "
+        "settings) from a run (--run) or from a run of the suite on NODE alone, made now; "
+        "refuse a node with any FAIL or ERROR; write its profile with a golden section. "
+        "Write it to <inventory>/profiles/<its profile>.yaml to hold every node of that "
+        "profile to it. Exit 0 written, 2 the node is not accepted, 64 usage.",
+    )
+    cap.add_argument("-i", "--inventory", required=True)
+    _allow_lookups(cap)
+    cap.add_argument("--from", dest="node", required=True, metavar="NODE")
+    cap.add_argument("-o", "--output", required=True, metavar="FILE", help="NAME.yaml")
+    cap.add_argument("--run", metavar="RUN_DIR", help="read this run instead of running now")
+    cap.add_argument("--suite", default="acceptance", help="the suite run on NODE (no --run)")
+    cap.add_argument("--run-dir", help="where that run goes (default build/runs/...)")
+    cap.add_argument("--launcher", choices=("ssh", "slurm"), default="ssh")
+    cap.add_argument(
+        "--accept-new-host-keys",
+        action="store_true",
+        help="trust host keys not in known_hosts (labs; never for production)",
+    )
+    cap.set_defaults(func=_cmd_profile_capture)
+    prof.set_defaults(func=lambda args: (prof.print_help(), ExitCode.USAGE)[1])
+
+
 def _add_resume_nodes(sub: Any) -> None:
     res = sub.add_parser(
         "resume-nodes",
@@ -710,6 +769,7 @@ COMMANDS: tuple[Callable[[Any], None], ...] = (
     _add_check,
     _add_lab,
     _add_validate,
+    _add_profile,
     _add_resume_nodes,
     _add_node_check,
     _add_render,

@@ -52,6 +52,12 @@ class InventoryError(RackopsError, ValueError):
         return f"{where}{self.message}"
 
 
+class NotGolden(RackopsError):
+    """A node asked to be golden that is not accepted itself (``rackops profile capture``)."""
+
+    exit_code = ExitCode.ERRORS
+
+
 class InputError(RackopsError, OSError):
     """A file given on the command line cannot be read."""
 

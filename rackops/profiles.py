@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from rackops import data
 from rackops.errors import ProfileError
@@ -83,6 +83,64 @@ class PhyThresholds(_Strict):
     )
 
 
+class GoldenFact(_Strict):
+    """One fact of the golden node, with the command it was read from."""
+
+    value: str = Field(max_length=256)
+    source: str = Field(max_length=128, description="the command that printed it")
+    where: str = Field(default="", max_length=128, description="e.g. the bridge's PCI address")
+
+
+class Golden(_Strict):
+    """The facts captured from a node known to be good (``rackops profile capture``): every
+    node of the profile is held to them (``rackops/fleet``)."""
+
+    node: str = Field(min_length=1, max_length=128)
+    captured_at: str = Field(min_length=1, max_length=64, description="UTC, ISO 8601")
+    run: str = Field(default="", max_length=4096, description="the run directory read")
+    rackops_version: str = Field(default="", max_length=64)
+    # device ("node", "gpu3", "mlx5_2") -> fact name -> fact
+    facts: dict[str, dict[str, GoldenFact]] = Field(max_length=4096)
+
+    @field_validator("facts")
+    @classmethod
+    def _bounded(cls, v: dict[str, dict[str, GoldenFact]]) -> dict[str, dict[str, GoldenFact]]:
+        total = sum(len(f) for f in v.values())
+        if total > 100_000:
+            raise ValueError(f"{total} facts: more than 100000, not a captured node")
+        return v
+
+
+FLOOR_COMPONENTS = (
+    "driver",
+    "cuda",
+    "fabric_manager",
+    "nccl",
+    "ofed",
+    "kernel",
+    "bios",
+    "hca_firmware",
+    "vbios",
+)
+
+
+class Floor(_Strict):
+    """A minimum version and why: below it is a FAIL quoting the reason and its source."""
+
+    component: str
+
+    @field_validator("component")
+    @classmethod
+    def _known(cls, v: str) -> str:
+        if v not in FLOOR_COMPONENTS:
+            raise ValueError(f"not a component with a version; one of {', '.join(FLOOR_COMPONENTS)}")
+        return v
+
+    min: str = Field(min_length=1, max_length=64, pattern=r"^[0-9A-Za-z][0-9A-Za-z._+~-]*$")
+    reason: str = Field(min_length=1, max_length=512, description="what is wrong below it")
+    source: str = Field(min_length=1, max_length=512, description="bulletin, CVE id, notes URL")
+
+
 class Profile(_Strict):
     name: str
     description: str
@@ -90,6 +148,8 @@ class Profile(_Strict):
     hca: HcaSpec
     thresholds: Thresholds
     phy: PhyThresholds = PhyThresholds()  # a site profile written before the section loads
+    floors: tuple[Floor, ...] = Field(default=(), max_length=256)
+    golden: Golden | None = None
 
 
 @dataclass(frozen=True)

@@ -108,6 +108,7 @@ class Checks(_Strict):
     nccl_multi_node: NcclParams | None = None
     physical: PhyParams | None = None
     peer_gate: bool = True
+    fleet: bool = True  # facts every node shares (rackops/fleet): golden, majority, floors
 
 
 class Suite(_Strict):

@@ -121,6 +121,21 @@ def packages(versions: Versions) -> list[Package]:
             "NVIDIA Datacenter GPU Manager",
             (("nvidia-dcgm.service", "nv-hostengine"),),
         ),
+        Package(  # the OS's packages, whose programs read the (simulated) PCIe and SMBIOS
+            "pciutils",
+            "1:3.13.0-2",
+            package_binaries("pciutils"),
+            ("rackops-hwsim",),
+            "PCI utilities",
+        ),
+        Package(
+            "dmidecode",
+            "3.6-1",
+            package_binaries("dmidecode"),
+            ("rackops-hwsim",),
+            "SMBIOS/DMI table decoder",
+            sbin=True,
+        ),
         Package(
             "nccl-tests",
             "2.17.6-1",

@@ -64,6 +64,14 @@ class Fault(_F):
         "optic_power",  # rx power of `lane` at `rx_power_dbm`
         "flap",  # the link goes down and retrains `count` times per test it carries
         "latency",  # the port adds latency: ib_*_lat through it reports `lat_us`
+        # the fleet (issue 23): a node that differs from its siblings
+        "hca_firmware",  # hca runs firmware `version` (default 28.39.1002)
+        "vbios",  # gpu has VBIOS `version`
+        "bios",  # the node's BIOS is `version`
+        "pcie_downtrained",  # gpu or hca trained at `pcie_width` lanes / `pcie_gts` GT/s
+        "acs_enabled",  # ACS redirect on the switch downstream port above gpu
+        "mlxconfig",  # hca's firmware setting `key` is `value`
+        "power_limit",  # gpu's power limit is `watts`
     ]
     hca: str | None = Field(default=None, pattern=HCA)
     state: Literal["Down", "Polling", "Disabled"] | None = None
@@ -87,6 +95,12 @@ class Fault(_F):
     lane: int | None = Field(default=None, ge=1, le=8)
     rx_power_dbm: float | None = Field(default=None, ge=-40, le=10)
     lat_us: float | None = Field(default=None, gt=0)
+    version: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+    pcie_width: int | None = Field(default=None, ge=0, le=16)
+    pcie_gts: float | None = Field(default=None, gt=0, le=64)
+    key: str | None = Field(default=None, pattern=r"^[A-Z][A-Z0-9_]{0,63}$")
+    value: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_()\[\].-]{1,64}$")
+    watts: float | None = Field(default=None, gt=0, le=2000)
     settle_s: float | None = Field(
         default=None, ge=0, le=600, description="hca_port: Active this long after first seen"
     )
@@ -112,6 +126,11 @@ class Fault(_F):
             "optic_power": ("hca",),
             "flap": ("hca",),
             "latency": ("hca", "lat_us"),
+            "hca_firmware": ("hca",),
+            "vbios": ("gpu",),
+            "acs_enabled": ("gpu",),
+            "mlxconfig": ("hca", "key", "value"),
+            "power_limit": ("gpu",),
         }.get(self.kind, ())
         missing = [k for k in need if getattr(self, k) is None]
         if missing:
@@ -121,6 +140,10 @@ class Fault(_F):
                 "fault miscabled needs exactly one of swap_with (a node on the same leaf) "
                 "or rail (the rail whose leaf the cable sits on)"
             )
+        if self.kind == "pcie_downtrained" and (self.gpu is None) == (self.hca is None):
+            raise ValueError("fault pcie_downtrained needs exactly one of gpu or hca")
+        if self.kind == "pcie_downtrained" and self.pcie_width is None and self.pcie_gts is None:
+            raise ValueError("fault pcie_downtrained needs pcie_width or pcie_gts")
         simulated = simulated_binaries()
         if self.tool is not None and self.tool not in simulated:
             raise ValueError(f"tool {self.tool!r} is not simulated; one of {', '.join(simulated)}")

@@ -155,6 +155,14 @@ class SmiGpu:
     fabric_state: str | None
     fabric_status: str | None
     temperature_c: int | None
+    # the settings a fleet compares (issue 23); None where this driver does not print them
+    vbios_version: str | None = None
+    power_limit_w: float | None = None  # in force: current_power_limit (R535+) or enforced
+    default_power_limit_w: float | None = None
+    app_clock_graphics_mhz: int | None = None  # applications clocks (nvidia-smi -ac)
+    app_clock_memory_mhz: int | None = None
+    mig_mode: str | None = None  # current_mig: Enabled | Disabled
+    compute_mode: str | None = None  # Default | Exclusive_Process | Prohibited
 
 
 @dataclass(frozen=True)
@@ -187,6 +195,17 @@ def _yes(value: str | None) -> bool | None:
     if value is None:
         return None
     return value.lower() in ("yes", "true", "1")
+
+
+def _watts(gpu: ET.Element, *tags: str) -> float | None:
+    """A power limit in W: ``gpu_power_readings`` (R535+) or ``power_readings`` (older,
+    where ``enforced_power_limit`` is the one in force)."""
+    for block in ("gpu_power_readings", "power_readings"):
+        for tag in tags:
+            value = _t(gpu, f"{block}/{tag}")
+            if value is not None:
+                return num(value)
+    return None
 
 
 def _ecc_sum(gpu: ET.Element, scope: str) -> int | None:
@@ -239,6 +258,13 @@ def parse_smi_xml(text: str) -> SmiXml:
                 fabric_state=_t(g, "fabric/state"),
                 fabric_status=_t(g, "fabric/status"),
                 temperature_c=_n(g, "temperature/gpu_temp"),
+                vbios_version=_t(g, "vbios_version"),
+                power_limit_w=_watts(g, "current_power_limit", "enforced_power_limit"),
+                default_power_limit_w=_watts(g, "default_power_limit"),
+                app_clock_graphics_mhz=_n(g, "applications_clocks/graphics_clock"),
+                app_clock_memory_mhz=_n(g, "applications_clocks/mem_clock"),
+                mig_mode=_t(g, "mig_mode/current_mig"),
+                compute_mode=_t(g, "compute_mode"),
             )
         )
     attached = _n(root, "attached_gpus")

@@ -38,9 +38,9 @@ class NodeCheck:
     argv: tuple[str, ...]
     timeout_s: float
     expected_s: float  # how long the tool itself runs when healthy (for the estimate)
-    per_hca: bool = False  # run once per cabled HCA; "{netdev}" in argv is its interface
-    # (in every check: "{netdevs}" becomes one argument per cabled interface, "{hw_root}"
-    # the node's rackops_hw_root)
+    per_hca: bool = False  # run once per cabled HCA; "{netdev}" in argv is its interface,
+    # "{device}" its RDMA device (in every check: "{netdevs}"/"{devices}" become one
+    # argument per cabled interface/device, "{hw_root}" the node's rackops_hw_root)
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from typing import Any
 
 @dataclass
 class Culprit:
-    kind: str  # gpu | hca | node | leaf | link | nccl | cabling
+    kind: str  # gpu | hca | node | leaf | link | nccl | cabling | fleet
     node: str | None
     message: str
     remediation: str
@@ -119,9 +119,14 @@ class _Rules:
 
     # 1. a FAIL from a node's own checks: the most specific subject it names
     def node_checks(self) -> None:
-        for rec in self.of_kind("node"):
+        for rec in self.of_kind("node") + self.of_kind("fleet"):
             for f in _fails(rec):
                 s = f["subject"]
+                if s.get("node") is None:  # the fleet split with no majority: the rack's
+                    key = ("fleet", f["code"], f["message"])
+                    self.culprits[key] = Culprit("fleet", None, f["message"], f.get("remediation") or "")
+                    self.culprits[key].evidence.append({"step": rec["id"], **f})
+                    continue
                 if s.get("gpu") is not None:
                     key: Key = (s["node"], "gpu", s["gpu"])
                     kind = "gpu"
@@ -181,7 +186,7 @@ class _Rules:
 
     # 2. ERRORs: evidence for a culprit they touch, set aside when explained, else errors
     def route_errors(self) -> None:
-        node_culprits = {k[0] for k in self.culprits if k[0] != "cabling"}
+        node_culprits = {k[0] for k in self.culprits if k[0] not in ("cabling", "fleet")}
         bad_hca = {(k[0], k[2]) for k in self.culprits if k[1] == "hca"}
         for rec in self.records:
             for f in _fails(rec, "ERROR"):

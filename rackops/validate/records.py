@@ -25,8 +25,17 @@ from rackops.errors import ExitCode, InputError, RackopsError
 from rackops.scheduler.actions import NODE_RE
 
 SCHEMA = 2
-Kind = Literal["node", "unreachable", "pair", "snapshot", "cabling", "peers", "nccl"]
-KINDS: tuple[str, ...] = ("node", "unreachable", "pair", "snapshot", "cabling", "peers", "nccl")
+Kind = Literal["node", "unreachable", "pair", "snapshot", "cabling", "peers", "nccl", "fleet"]
+KINDS: tuple[str, ...] = (
+    "node",
+    "unreachable",
+    "pair",
+    "snapshot",
+    "cabling",
+    "peers",
+    "nccl",
+    "fleet",
+)
 STATUSES = ("OK", "WARN", "FAIL", "ERROR")
 
 # what a name is: a letter or digit first (never '-', so never an option), then no space,
@@ -348,6 +357,7 @@ META: dict[str, Spec] = {  # per kind (and the phy tool): what readers index
     },
     "cabling": {"source": (False, optional(name)), "seen": (False, json_value)},
     "nccl": {"nodes": (False, list_of(node_name))},
+    "fleet": {"how": (False, text)},
     "node": {"hold_down_tries": (False, optional(integer))},
 }
 OUTPUT: Spec = {  # RunDir.save_output: the command's evidence

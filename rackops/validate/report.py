@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import re
 import shlex
-from collections import defaultdict
+from collections import Counter, defaultdict
 from typing import Any
 from xml.etree import ElementTree as ET
 
@@ -14,6 +14,7 @@ import jinja2
 import markupsafe
 
 from rackops import data
+from rackops.errors import RackopsError
 from rackops.findings import Finding, Status, Subject
 from rackops.validate.localise import Verdict, localise
 from rackops.validate.records import damaged, is_number, one_line
@@ -88,8 +89,63 @@ def build_report(run: RunDir) -> dict[str, Any]:
             None,
         ),
         "nccl_curves": curves,
+        "fleet": _fleet(run),
         "steps": len(records),
     }
+
+
+MAX_FLEET_ROWS = 200  # differing facts shown in the report's fleet table
+
+
+def _fleet(run: RunDir) -> dict[str, Any] | None:
+    """The fleet table (fact × node) of the facts where some node differs from its
+    reference — the golden value of its profile, or the majority of its profile's nodes —
+    each cell marked as the fact's kind weighs a difference."""
+    from rackops.fleet.facts import Fact
+    from rackops.validate.stages.fleet import FLEET_FILE
+
+    try:
+        data = run.read_json(FLEET_FILE)
+    except (FileNotFoundError, RackopsError):
+        return None
+    try:
+        keys: list[str] = data["keys"]
+        nodes: dict[str, list[str | None]] = data["nodes"]
+        profiles: dict[str, str] = data["profiles"]
+        golden: dict[str, dict[str, Any]] = data["golden"]
+        rows = []
+        for i, key in enumerate(keys):
+            by_profile: dict[str, Counter[str]] = defaultdict(Counter)
+            for n, vals in nodes.items():
+                if vals[i] is not None:
+                    by_profile[profiles[n]][vals[i]] += 1
+            cells: dict[str, dict[str, Any]] = {}
+            differs = False
+            for n, vals in sorted(nodes.items()):
+                p = profiles[n]
+                ref = golden[p]["facts"].get(key) if p in golden else None
+                if ref is None and p not in golden and by_profile[p]:
+                    top, c = by_profile[p].most_common(1)[0]
+                    ref = top if 2 * c > sum(by_profile[p].values()) else None
+                value = vals[i]
+                device, _, name = key.partition("/")
+                split = ref is None and len(by_profile[p]) > 1  # no majority: all marked
+                odd = value is not None and (split or (ref is not None and value != ref))
+                status = Fact(device, name, value or "", "").status().value if odd else "OK"
+                differs |= odd
+                cells[n] = {"value": value, "status": status if value is not None else "none"}
+            if differs:
+                rows.append({"fact": key, "cells": cells})
+        return {
+            "how": data["how"],
+            "facts": len(keys),
+            "rows": rows[:MAX_FLEET_ROWS],
+            "more_rows": max(0, len(rows) - MAX_FLEET_ROWS),
+            "nodes": sorted(nodes),
+        }
+    except (KeyError, TypeError, IndexError, AttributeError, ValueError) as exc:
+        return {"how": f"fleet.json unreadable ({type(exc).__name__}): not shown", "facts": 0,
+                "rows": [], "more_rows": 0, "nodes": []}
 
 
 def _run_json(run: RunDir) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from rackops.validate.physical import Physical
 from rackops.validate.plan import PERFTEST_PORT, Plan
 from rackops.validate.rundir import RunDir
 from rackops.validate.stages.base import Progress, bar
+from rackops.validate.stages.fleet import FleetStage
 from rackops.validate.stages.nccl import NcclStage
 from rackops.validate.stages.nodes import NodeStage
 from rackops.validate.stages.pairs import PairStage
@@ -63,7 +64,7 @@ PORT_BLOCKS = "perftest-port-blocks.json"  # in the run directory: the blocks it
 
 
 @dataclass
-class Runner(NodeStage, PairStage, NcclStage):
+class Runner(NodeStage, FleetStage, PairStage, NcclStage):
     """A run: its stages (``rackops.validate.stages``) in order, over one state."""
 
     cluster: Cluster
@@ -97,6 +98,7 @@ class Runner(NodeStage, PairStage, NcclStage):
         done = self._done = self.rundir.done_ids()
         started = time.monotonic()
         unreachable = self.node_stage(plan, done)
+        self.fleet_stage(plan, done, unreachable)
         phy = self.suite.checks.physical
         physical = None
         if phy is not None:

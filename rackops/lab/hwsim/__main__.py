@@ -11,6 +11,7 @@ from .dcgm import dcgmi
 from .fabric import iblinkinfo, ibnetdiscover
 from .nccl import nccl
 from .node import PERF, Node, emit, load_scenario, tool_fault_gate
+from .pci import dmidecode, lspci, mlxconfig
 from .perftest import perftest
 from .phy import ethtool, mlxlink, perfquery
 from .rdma import ibstat, ibstatus, ibv_devinfo, mlnx_qos, ofed_info, show_gids
@@ -38,7 +39,8 @@ NCCL = (
     "sendrecv_perf",
     "broadcast_perf",
 )
-TOOLS = tuple(RDMA) + PERF + NCCL + ("dcgmi", "nvidia-smi", "nvidia-ctk")
+PCI = {"lspci": lspci, "mlxconfig": mlxconfig, "dmidecode": dmidecode}
+TOOLS = tuple(RDMA) + tuple(PCI) + PERF + NCCL + ("dcgmi", "nvidia-smi", "nvidia-ctk")
 
 
 def main(argv):
@@ -61,6 +63,8 @@ def main(argv):
     if tool in RDMA:
         emit(node, tool, RDMA[tool](node, args))
         return 0
+    if tool in PCI:
+        return PCI[tool](node, args)
     if tool in PERF:
         return perftest(node, tool, args)
     if tool in NCCL:

@@ -95,6 +95,11 @@ class Node:
     def hcas(self):
         return ["mlx5_%d" % i for i in range(self.hw["hcas"])]
 
+    def hca_fw(self, dev):
+        """The HCA's firmware, after an ``hca_firmware`` fault (another version)."""
+        f = self.fault("hca_firmware", hca=dev)
+        return f.get("version", "28.39.1002") if f else self.hw.get("hca_fw", "28.41.1000")
+
     def netdev(self, i):
         return "enp%ds0np0" % (24 + 17 * i)
 

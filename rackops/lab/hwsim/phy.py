@@ -363,7 +363,7 @@ def mlxlink(node, args):
     out += _rec("Group Opcode", "N/A")
     out += _rec("Recommendation", "No issue was observed" if up else "Check the cable")
     out += "\nTool Information\n----------------\n"
-    out += _rec("Firmware Version", "28.45.1020")
+    out += _rec("Firmware Version", node.hca_fw(dev))
     out += _rec("amBER Version", "4.6")
     out += _rec("MFT Version", "mft 4.33.0-169")
     if "-m" in args or "--show_module" in args:

@@ -22,12 +22,13 @@ def ibstat(node, args):
         eth = node.hw["link_layer"] == "Ethernet"
         lid = 65535 if state == "Down" and not eth else node.lid(i)
         out.append(
-            "CA '%s'\n\tCA type: MT4129\n\tNumber of ports: 1\n\tFirmware version: 28.41.1000\n"
+            "CA '%s'\n\tCA type: MT4129\n\tNumber of ports: 1\n\tFirmware version: %s\n"
             "\tHardware version: 0\n\tNode GUID: 0x%s\n\tSystem image GUID: 0x%s\n\tPort 1:\n"
             "\t\tState: %s\n\t\tPhysical state: %s\n\t\tRate: %s\n\t\tBase lid: %d\n\t\tLMC: 0\n"
             "\t\tSM lid: %d\n\t\tCapability mask: %s\n\t\tPort GUID: 0x%s\n\t\tLink layer: %s\n"
             % (
                 dev,
+                node.hca_fw(dev),
                 node.guid(i),
                 node.guid(i),
                 state,
@@ -91,7 +92,7 @@ def ibv_devinfo(node, args):
         mtu = node.active_mtu(i)
         st = "PORT_ACTIVE (4)" if state == "Active" else "PORT_DOWN (1)"
         out.append(
-            "hca_id:\t%s\n\ttransport:\t\t\tInfiniBand (0)\n\tfw_ver:\t\t\t\t28.41.1000\n"
+            "hca_id:\t%s\n\ttransport:\t\t\tInfiniBand (0)\n\tfw_ver:\t\t\t\t%s\n"
             "\tnode_guid:\t\t\t%s\n\tsys_image_guid:\t\t\t%s\n\tvendor_id:\t\t\t0x02c9\n"
             "\tvendor_part_id:\t\t\t4129\n\thw_ver:\t\t\t\t0x0\n\tboard_id:\t\t\tMT_0000000838\n"
             "\tphys_port_cnt:\t\t\t1\n\t\tport:\t1\n\t\t\tstate:\t\t\t%s\n\t\t\tmax_mtu:\t\t4096 (5)\n"
@@ -99,6 +100,7 @@ def ibv_devinfo(node, args):
             "\t\t\tport_lmc:\t\t0x00\n\t\t\tlink_layer:\t\t%s\n\n"
             % (
                 dev,
+                node.hca_fw(dev),
                 ":".join(g[j : j + 4] for j in range(0, 16, 4)),
                 ":".join(g[j : j + 4] for j in range(0, 16, 4)),
                 st,

@@ -18,7 +18,14 @@ def _gpu_fields(node, g):
         or not node.fault("persistence_off")
         else "Disabled"
     )
+    f = node.fault("pcie_downtrained", gpu=g)
+    width = int(f.get("pcie_width") or 16) if f else 16
+    vb = node.fault("vbios", gpu=g)
+    pl = node.fault("power_limit", gpu=g)
     return {
+        "vbios": vb.get("version", "96.00.74.00.0D") if vb else node.hw.get("vbios", "96.00.74.00.1C"),
+        "power_limit": float(pl.get("watts", 500)) if pl else 700.0,
+        "pcie.link.width.current_int": width,
         "index": str(g),
         "name": node.hw["gpu_model"],
         "uuid": "GPU-%08x-4c52-8e1%d-5d0a-%012x"
@@ -30,7 +37,7 @@ def _gpu_fields(node, g):
         "pcie.link.gen.current": "1",
         "pcie.link.gen.max": "5",
         "pcie.link.gen.gpumax": "5",
-        "pcie.link.width.current": "16",
+        "pcie.link.width.current": str(width),
         "pcie.link.width.max": "16",
         "memory.total": "%d MiB" % node.hw["memory_mib"],
         "temperature.gpu": str(31 + g),
@@ -108,11 +115,13 @@ def _smi_xml(node, gpus, args):
         )
         out += (
             '\t<gpu id="%s">\n\t\t<product_name>%s</product_name>\n\t\t<persistence_mode>%s</persistence_mode>\n'
+            "\t\t<mig_mode>\n\t\t\t<current_mig>Disabled</current_mig>\n\t\t\t<pending_mig>Disabled</pending_mig>\n\t\t</mig_mode>\n"
             "\t\t<serial>%s</serial>\n\t\t<uuid>%s</uuid>\n\t\t<minor_number>%d</minor_number>\n"
+            "\t\t<vbios_version>%s</vbios_version>\n"
             "\t\t<fabric>\n\t\t\t<state>%s</state>\n\t\t\t<status>%s</status>\n\t\t</fabric>\n"
             "\t\t<pci>\n\t\t\t<pci_gpu_link_info>\n\t\t\t\t<pcie_gen>\n\t\t\t\t\t<max_link_gen>5</max_link_gen>\n"
             "\t\t\t\t\t<current_link_gen>1</current_link_gen>\n\t\t\t\t</pcie_gen>\n\t\t\t\t<link_widths>\n"
-            "\t\t\t\t\t<max_link_width>16x</max_link_width>\n\t\t\t\t\t<current_link_width>16x</current_link_width>\n"
+            "\t\t\t\t\t<max_link_width>16x</max_link_width>\n\t\t\t\t\t<current_link_width>%dx</current_link_width>\n"
             "\t\t\t\t</link_widths>\n\t\t\t</pci_gpu_link_info>\n\t\t</pci>\n"
             "\t\t<fb_memory_usage>\n\t\t\t<total>%s</total>\n\t\t</fb_memory_usage>\n"
             "\t\t<ecc_mode>\n\t\t\t<current_ecc>Enabled</current_ecc>\n\t\t</ecc_mode>\n"
@@ -120,7 +129,16 @@ def _smi_xml(node, gpus, args):
             "\t\t\t<aggregate>\n\t\t\t\t<dram_uncorrectable>%s</dram_uncorrectable>\n\t\t\t</aggregate>\n\t\t</ecc_errors>\n"
             "\t\t<remapped_rows>\n\t\t\t<remapped_row_corr>0</remapped_row_corr>\n\t\t\t<remapped_row_unc>%s</remapped_row_unc>\n"
             "\t\t\t<remapped_row_pending>%s</remapped_row_pending>\n\t\t\t<remapped_row_failure>No</remapped_row_failure>\n"
-            "\t\t</remapped_rows>\n\t\t<temperature>\n\t\t\t<gpu_temp>%s C</gpu_temp>\n\t\t</temperature>\n\t</gpu>\n"
+            "\t\t</remapped_rows>\n\t\t<compute_mode>Default</compute_mode>\n"
+            "\t\t<temperature>\n\t\t\t<gpu_temp>%s C</gpu_temp>\n\t\t</temperature>\n"
+            "\t\t<gpu_power_readings>\n\t\t\t<power_state>P0</power_state>\n"
+            "\t\t\t<current_power_limit>%.2f W</current_power_limit>\n"
+            "\t\t\t<requested_power_limit>%.2f W</requested_power_limit>\n"
+            "\t\t\t<default_power_limit>700.00 W</default_power_limit>\n"
+            "\t\t\t<min_power_limit>200.00 W</min_power_limit>\n"
+            "\t\t\t<max_power_limit>700.00 W</max_power_limit>\n\t\t</gpu_power_readings>\n"
+            "\t\t<applications_clocks>\n\t\t\t<graphics_clock>1755 MHz</graphics_clock>\n"
+            "\t\t\t<mem_clock>2619 MHz</mem_clock>\n\t\t</applications_clocks>\n\t</gpu>\n"
             % (
                 v["pci.bus_id"],
                 v["name"],
@@ -128,14 +146,18 @@ def _smi_xml(node, gpus, args):
                 v["serial"],
                 v["uuid"],
                 g,
+                v["vbios"],
                 fab[0],
                 fab[1],
+                v["pcie.link.width.current_int"],
                 v["memory.total"],
                 ecc,
                 ecc,
                 v["remapped_rows.uncorrectable"],
                 v["remapped_rows.pending"],
                 v["temperature.gpu"],
+                v["power_limit"],
+                v["power_limit"],
             )
         )
     emit(node, "nvidia-smi", out + "</nvidia_smi_log>\n")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from .node import STATE_DIR
+from .pci import hca_bdf
 
 CPUS_PER_NUMA = 16
 NUMA_NODES = 2
@@ -57,6 +58,12 @@ def hw_tree(node, args):
             put("%s/roce_rp/enable/%d" % (ecn, p), 1)
         put(ecn + "/roce_np/cnp_dscp", 48)
         put(ecn + "/roce_np/cnp_802p_prio", 6)
+        pci = "sys/devices/pci0000:00/%s" % hca_bdf(i)  # the HCA's PCI function
+        put(pci + "/numa_node", numa)
+        link = os.path.join(root, "sys/class/infiniband/mlx5_%d/device" % i)
+        if not os.path.lexists(link):
+            os.makedirs(os.path.dirname(link), exist_ok=True)
+            os.symlink(os.path.relpath(os.path.join(root, pci), os.path.dirname(link)), link)
         put("sys/class/infiniband/mlx5_%d/tc/1/traffic_class" % i, 0)
         for counter in ("np_cnp_sent", "rp_cnp_handled", "out_of_buffer"):
             put("sys/class/infiniband/mlx5_%d/ports/1/hw_counters/%s" % (i, counter), 0)

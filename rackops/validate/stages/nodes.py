@@ -127,11 +127,13 @@ class NodeStage(StageBase):
         out = []
         n = self.cluster.node(node)
         for c in checks:
-            if "{netdevs}" in c.argv or "{hw_root}" in c.argv:
+            if {"{netdevs}", "{devices}", "{hw_root}"} & set(c.argv):
                 argv: list[str] = []
                 for a in c.argv:
                     if a == "{netdevs}":
                         argv += [h.netdev for h in n.hcas]
+                    elif a == "{devices}":
+                        argv += [h.device for h in n.hcas]
                     else:
                         argv.append(n.hw_root if a == "{hw_root}" else a)
                 c = replace(c, argv=tuple(argv))
@@ -144,7 +146,10 @@ class NodeStage(StageBase):
                         c,
                         name=f"{c.name}/{h.device}",
                         per_hca=False,
-                        argv=tuple(a.replace("{netdev}", h.netdev) for a in c.argv),
+                        argv=tuple(
+                            a.replace("{netdev}", h.netdev).replace("{device}", h.device)
+                            for a in c.argv
+                        ),
                     )
                 )
         return out

@@ -1,0 +1,77 @@
+"""The fleet: facts every node of one SKU must share, read from a run's node-check outputs
+and judged against the golden node (``Profile.golden``), or by majority without one, and
+against the profile's version floors.
+
+``facts.py`` what a fact is and what a difference weighs; ``compare.py`` the three
+judgements; ``capture.py`` a golden profile from an accepted node. The validate stage that
+runs it is ``rackops/validate/stages/fleet.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from rackops.findings import Finding
+from rackops.fleet.compare import against_floors, against_golden, by_majority
+from rackops.fleet.facts import SOURCES, Fact, node_facts
+from rackops.inventory.model import Cluster
+from rackops.parsers import ParseError
+from rackops.profiles import Profile
+from rackops.tools import get as get_tool
+from rackops.tools import parse
+
+__all__ = ["Fact", "judge", "node_outputs", "read_table"]
+
+
+def node_outputs(rundir: Any, nodes: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """node → check name (``lspci``, ``mlxconfig/mlx5_0``) → parsed output, for the fleet's
+    source tools; an output that is unreadable or not whole gives nothing (its own step is
+    already an ERROR that says why)."""
+    wanted = set(nodes)
+    out: dict[str, dict[str, Any]] = {n: {} for n in wanted}
+    for rec in rundir.records():
+        if rec["kind"] != "node" or rec["tool"] not in SOURCES or rec["node"] not in wanted:
+            continue
+        if any(f["status"] == "ERROR" for f in rec["findings"]):
+            continue
+        text = rundir.read_raw(rec)
+        if text is None:
+            continue
+        if get_tool(rec["tool"]).both_streams or not text.strip():
+            text += "\n" + (rundir.read_raw(rec, "stderr") or "")
+        try:
+            parsed = parse(rec["tool"], text)
+        except ParseError:
+            continue
+        if getattr(parsed, "complete", True) is False:
+            continue
+        out[rec["node"]][rec["id"].split("/", 2)[2]] = parsed
+    return out
+
+
+def read_table(rundir: Any, cluster: Cluster, nodes: Iterable[str]) -> dict[str, list[Fact]]:
+    """Every node's fleet facts from a run directory."""
+    outputs = node_outputs(rundir, nodes)
+    return {n: node_facts(cluster.node(n), parsed) for n, parsed in sorted(outputs.items())}
+
+
+def judge(
+    table: Mapping[str, Sequence[Fact]], cluster: Cluster, profiles: Mapping[str, Profile]
+) -> list[Finding]:
+    """Per profile (one SKU): the golden node's facts when the profile has them, else the
+    majority of the nodes of that profile; and every node against the profile's floors."""
+    out: list[Finding] = []
+    by_profile: dict[str, dict[str, Sequence[Fact]]] = {}
+    for node, facts in table.items():
+        by_profile.setdefault(cluster.node(node).profile, {})[node] = facts
+    for name, group in sorted(by_profile.items()):
+        profile = profiles[name]
+        if profile.golden is not None:
+            for node, facts in sorted(group.items()):
+                out += against_golden(node, facts, profile.golden)
+        else:
+            out += by_majority(group)
+        for node, facts in sorted(group.items()):
+            out += against_floors(node, facts, profile.floors)
+    return out

@@ -1,0 +1,171 @@
+"""Judge a fleet's facts: against the golden node, by majority without one, and against
+the profile's version floors. Every message names node, device, fact, value and the value
+it should have, with where that value came from."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+
+from rackops.findings import Finding, Status, Subject
+from rackops.fleet.facts import KINDS, Fact, kind_of
+from rackops.profiles import Floor, Golden
+
+Table = Mapping[str, Sequence[Fact]]  # node → its facts
+
+
+def subject(node: str | None, device: str, where: str = "") -> Subject:
+    gpu = int(device[3:]) if device.startswith("gpu") and device[3:].isdigit() else None
+    hca = device if device not in ("node",) and gpu is None else None
+    return Subject(node=node, gpu=gpu, hca=hca, bus_id=where or None)
+
+
+def _what(f: Fact) -> str:
+    kind = kind_of(f.name)
+    if f.name.startswith("mlxconfig."):
+        return f"mlxconfig {f.name.split('.', 1)[1]}"
+    if f.name.startswith("acs."):
+        return f"ACS on bridge {f.where or f.name}"
+    return kind.label
+
+
+def _fix(f: Fact, device: str) -> str:
+    fix = kind_of(f.name).fix
+    if f.name.startswith("mlxconfig."):
+        fix = fix.replace("DEV", device).replace("KEY", f.name.split(".", 1)[1])
+    return fix.replace("GPU", device[3:]) if device.startswith("gpu") else fix
+
+
+def _code(f: Fact) -> str:
+    return "FLEET-" + re.sub(r"[^A-Z0-9]+", "-", f.name.split(".", 1)[0].upper()).strip("-")
+
+
+def _who(device: str) -> str:
+    return "" if device == "node" else f"{device}: "
+
+
+def against_golden(node: str, facts: Sequence[Fact], golden: Golden) -> list[Finding]:
+    """Each golden fact this node has with another value; a golden device it lacks is left
+    to the inventory checks (a missing GPU or HCA is named there)."""
+    out: list[Finding] = []
+    have = {f.key: f for f in facts}
+    for device, named in sorted(golden.facts.items()):
+        for name, gf in sorted(named.items()):
+            f = have.get((device, name))
+            if f is None or f.value == gf.value:
+                continue
+            out.append(
+                Finding(
+                    _code(f),
+                    f.status(),
+                    subject(node, device, f.where),
+                    f"{_who(device)}{_what(f)} {f.value}, golden {gf.value} ({golden.node}); "
+                    f"read by {f.source}",
+                    remediation=_fix(f, device),
+                    observed=f.value,
+                    expected=gf.value,
+                )
+            )
+    return out
+
+
+def _nodes(names: Iterable[str], limit: int = 6) -> str:
+    s = sorted(names)
+    return ", ".join(s) if len(s) <= limit else ", ".join(s[:limit]) + f" and {len(s) - limit} more"
+
+
+def by_majority(table: Table) -> list[Finding]:
+    """Without a golden node: each fact compared across the nodes that have it. A node whose
+    value differs from a strict majority is named with the count; a fact with no strict
+    majority is one rack-wide finding (the rack is split), never one per node."""
+    values: dict[tuple[str, str], dict[str, Fact]] = defaultdict(dict)
+    for node, facts in table.items():
+        for f in facts:
+            values[f.key][node] = f
+    out: list[Finding] = []
+    for (device, name), per_node in sorted(values.items()):
+        n = len(per_node)
+        if n < 2:
+            continue
+        counts = Counter(f.value for f in per_node.values())
+        if len(counts) == 1:
+            continue
+        top, c = counts.most_common(1)[0]
+        sample = next(iter(per_node.values()))
+        if 2 * c > n:
+            for node, f in sorted(per_node.items()):
+                if f.value == top:
+                    continue
+                out.append(
+                    Finding(
+                        _code(f),
+                        f.status(),
+                        subject(node, device, f.where),
+                        f"{_who(device)}{_what(f)} {f.value}; {c} of {n} nodes have {top}; "
+                        f"read by {f.source}",
+                        remediation=_fix(f, device),
+                        observed=f.value,
+                        expected=top,
+                    )
+                )
+            continue
+        groups = defaultdict(list)
+        for node, f in per_node.items():
+            groups[f.value].append(node)
+        split = "; ".join(
+            f"{len(nodes)} have {v} ({_nodes(nodes)})"
+            for v, nodes in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+        )
+        out.append(
+            Finding(
+                _code(sample),
+                sample.status(),
+                subject(None, device),
+                f"the rack is split on {_who(device)}{_what(sample)}: {split}; no majority "
+                "says which is right",
+                remediation="decide which is golden, capture it (rackops profile capture) "
+                "and bring the others to it: " + _fix(sample, device),
+                observed={v: sorted(ns) for v, ns in groups.items()},
+            )
+        )
+    return out
+
+
+_TOKEN = re.compile(r"\d+|[A-Za-z]+")
+
+
+def version_key(v: str) -> tuple[tuple[int, int | str], ...]:
+    """``550.54.15`` < ``550.127.05``; ``5.15.0-91-generic`` by its numbers; letters after."""
+    return tuple((0, int(t)) if t.isdigit() else (1, t.lower()) for t in _TOKEN.findall(v))
+
+
+def below(value: str, floor: str) -> bool:
+    return version_key(value) < version_key(floor)
+
+
+FLOOR_FACTS = {k.floor: name for name, k in KINDS.items() if k.floor}
+
+
+def against_floors(node: str, facts: Sequence[Fact], floors: Sequence[Floor]) -> list[Finding]:
+    out: list[Finding] = []
+    for floor in floors:
+        name = FLOOR_FACTS[floor.component]
+        for f in facts:
+            if f.name != name:
+                continue
+            for value in f.value.split(","):  # a package fact may list several
+                if below(value.split()[-1], floor.min):
+                    out.append(
+                        Finding(
+                            "FLEET-FLOOR",
+                            Status.FAIL,
+                            subject(node, f.device),
+                            f"{_who(f.device)}{_what(f)} {value} is below the floor "
+                            f"{floor.min}: {floor.reason} ({floor.source})",
+                            remediation=f"upgrade to {floor.min} or later: {_fix(f, f.device)}",
+                            observed=value,
+                            expected=f">= {floor.min}",
+                        )
+                    )
+    return out

@@ -1,0 +1,48 @@
+"""host-facts: kernel, OS release, the PCI address and NUMA node of every cabled HCA, and the
+package versions a fleet shares (fabric manager, NCCL, DCGM), for the fleet comparison."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rackops.findings import Finding, Status, Subject
+from rackops.inventory.model import Cluster
+from rackops.parsers.host_facts import SCRIPT, parse_host_facts
+from rackops.suites import Suite
+from rackops.tools.base import Context, NodeCheck, Tool
+
+
+def plan(suite: Suite, cluster: Cluster) -> list[NodeCheck]:
+    if not suite.checks.fleet:
+        return []
+    argv = ("sh", "-c", SCRIPT, "host-facts", "{hw_root}", "{devices}")
+    return [NodeCheck("host-facts", "host-facts", argv, 30, 1)]
+
+
+def check(parsed: Any, ctx: Context, node: str | None) -> list[Finding]:
+    out = []
+    for dev, pci in sorted(parsed.hcas.items()):
+        if pci.bdf is None:
+            out.append(
+                Finding(
+                    "FACT-001",
+                    Status.WARN,
+                    Subject(node=node, hca=dev),
+                    f"{dev} has no PCI device in sysfs (/sys/class/infiniband/{dev}/device): "
+                    "its PCIe link and ACS path are not compared",
+                    remediation="check the driver (mlx5_core) is bound to the card",
+                )
+            )
+    return out or [
+        Finding("FACT-000", Status.OK, Subject(node=node), f"kernel {parsed.kernel}, {parsed.os}")
+    ]
+
+
+TOOL = Tool(
+    "host-facts",
+    "kernel, OS, HCA PCI addresses and package versions (fleet facts)",
+    parse=parse_host_facts,
+    check=check,
+    plan=plan,
+    order=42,
+)

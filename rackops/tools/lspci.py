@@ -1,0 +1,116 @@
+"""lspci -vvv: each GPU's and HCA's PCIe link (trained against capable) and the ACS state of
+the bridges between each GPU and its rail HCA. Compared across the fleet (``rackops/fleet``);
+on its own: an HCA link below its capability, ACS redirecting a rail's GPUDirect traffic."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rackops.findings import Finding, Status, Subject
+from rackops.inventory.model import Cluster
+from rackops.parsers.lspci import parse_lspci
+from rackops.suites import Suite
+from rackops.tools.base import Binary, Context, NodeCheck, Tool
+
+
+def plan(suite: Suite, cluster: Cluster) -> list[NodeCheck]:
+    if not suite.checks.fleet:
+        return []
+    return [NodeCheck("lspci", "lspci", ("lspci", "-vvv"), 60, 2)]
+
+
+def _link(d: Any, subj: Subject) -> list[Finding]:
+    cap, sta = d.link_cap, d.link_sta
+    if cap is None or sta is None:
+        return []
+    out = []
+    for what, now, most in (("width x", sta.width, cap.width), ("speed ", sta.speed_gts, cap.speed_gts)):
+        if now is not None and most is not None and now < most:
+            unit = "" if what.startswith("width") else " GT/s"
+            out.append(
+                Finding(
+                    "PCIE-001",
+                    Status.FAIL,
+                    subj,
+                    f"HCA {d.bdf} PCIe link trained at {what}{now:g}{unit}, capable of "
+                    f"{what}{most:g}{unit}",
+                    observed=now,
+                    expected=most,
+                    remediation="reseat the card, check the riser and slot; then reboot",
+                )
+            )
+    return out
+
+
+def check(parsed: Any, ctx: Context, node: str | None) -> list[Finding]:
+    subj = Subject(node=node)
+    if not parsed.complete:
+        return [
+            Finding(
+                "PCIE-000",
+                Status.ERROR,
+                subj,
+                "lspci output is not whole (" + "; ".join(parsed.errors[-2:]) + "): not judged",
+                remediation="capture lspci -vvv again, whole",
+            )
+        ]
+    out: list[Finding] = []
+    judged = [d for d in parsed.devices if d.kind in ("gpu", "hca")]
+    if any(d.caps_denied for d in judged):
+        out.append(
+            Finding(
+                "PCIE-002",
+                Status.WARN,
+                subj,
+                "lspci shows no capabilities (<access denied>): PCIe links and ACS not read",
+                remediation="run lspci as root (ansible_become: true)",
+            )
+        )
+    for d in judged:
+        if d.kind == "hca":  # a GPU's speed drops at idle; its width nvidia-smi judges
+            out += _link(d, Subject(node=node, bus_id=d.bdf))
+    out += _acs(parsed, ctx, node)
+    return out or [Finding("PCIE-000", Status.OK, subj, f"{len(judged)} GPU/HCA links as capable")]
+
+
+def _acs(parsed: Any, ctx: Context, node: str | None) -> list[Finding]:
+    """A bridge between a GPU and an HCA that redirects peer-to-peer requests up to the root
+    complex: GPUDirect RDMA still works, through the CPU, at a fraction of the bandwidth."""
+    gpus = [d for d in parsed.devices if d.kind == "gpu"]
+    hcas = [d for d in parsed.devices if d.kind == "hca"]
+    seen: set[str] = set()
+    out = []
+    for g in gpus:
+        above = {b.bdf for b in parsed.path_to_root(g.bdf)}
+        for h in hcas:
+            if not above & {b.bdf for b in parsed.path_to_root(h.bdf)}:
+                continue  # under different root ports: their traffic crosses the CPU anyway
+            for b in parsed.path_between(g.bdf, h.bdf):
+                if b.bdf in seen or not b.acs_redirects:
+                    continue
+                seen.add(b.bdf)
+                on = "+".join(k for k, v in (b.acs_ctl or {}).items() if v)
+                out.append(
+                    Finding(
+                        "PCIE-003",
+                        Status.WARN,
+                        Subject(node=node, bus_id=b.bdf),
+                        f"ACS on bridge {b.bdf} ({on}) between GPU {g.bdf} and HCA {h.bdf}: "
+                        "GPUDirect RDMA goes through the root complex (bare metal wants it "
+                        "off; a VM with ATS may want it on)",
+                        remediation=f"setpci -s {b.bdf} ECAP_ACS+0x6.w=0000, or turn ACS off "
+                        "in the BIOS",
+                    )
+                )
+    return out
+
+
+TOOL = Tool(
+    "lspci",
+    "PCIe links and ACS between GPUs and HCAs",
+    parse=parse_lspci,
+    check=check,
+    plan=plan,
+    order=45,
+    binaries=(Binary("lspci", "pciutils"),),
+)

@@ -1,0 +1,70 @@
+"""mlxconfig -d DEV q: an HCA's firmware configuration. Compared across the fleet
+(``rackops/fleet``); on its own, a port's LINK_TYPE must be the fabric's."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rackops.findings import Finding, Status, Subject
+from rackops.inventory.model import Cluster
+from rackops.parsers.mlxconfig import canonical, parse_mlxconfig
+from rackops.suites import Suite
+from rackops.tools.base import Binary, Context, NodeCheck, Tool
+
+
+def plan(suite: Suite, cluster: Cluster) -> list[NodeCheck]:
+    if not suite.checks.fleet:
+        return []
+    argv = ("mlxconfig", "-d", "{device}", "q")
+    return [NodeCheck("mlxconfig", "mlxconfig", argv, 60, 2, per_hca=True)]
+
+
+LINK_TYPE = {"infiniband": ("1", "IB(1)"), "roce": ("2", "ETH(2)")}
+
+
+def check(parsed: Any, ctx: Context, node: str | None) -> list[Finding]:
+    subj = Subject(node=node)
+    if not parsed.complete or not parsed.devices:
+        why = "; ".join(parsed.errors) or "no device table"
+        return [
+            Finding(
+                "MLXCFG-000",
+                Status.ERROR,
+                subj,
+                f"mlxconfig could not be read whole ({why}): firmware configuration not compared",
+                remediation="run mlxconfig as root (ansible_become); for '-E- Failed to open "
+                "the device' start mst (mst start) or check the device name",
+            )
+        ]
+    dev = parsed.devices[0]
+    out = []
+    if ctx.cluster is not None:
+        want, shown = LINK_TYPE[ctx.cluster.fabric.type]
+        for key in ("LINK_TYPE_P1", "LINK_TYPE_P2"):
+            value = dev.value(key)
+            if value is not None and canonical(value) != want:
+                out.append(
+                    Finding(
+                        "MLXCFG-001",
+                        Status.FAIL,
+                        subj,
+                        f"{key} is {value}, the fabric is {ctx.cluster.fabric.type} ({shown})",
+                        observed=value,
+                        expected=shown,
+                        remediation=f"mlxconfig -d DEV set {key}={want}, then reboot",
+                    )
+                )
+    return out or [
+        Finding("MLXCFG-000", Status.OK, subj, f"{len(dev.params)} firmware settings read")
+    ]
+
+
+TOOL = Tool(
+    "mlxconfig",
+    "HCA firmware configuration",
+    parse=parse_mlxconfig,
+    check=check,
+    plan=plan,
+    order=44,
+    binaries=(Binary("mlxconfig", "mft"),),
+)

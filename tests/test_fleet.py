@@ -1,0 +1,195 @@
+"""The fleet: facts read from real-format outputs (hwsim's), judged against a golden node,
+by majority, and against version floors."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rackops.findings import Status
+from rackops.fleet import judge
+from rackops.fleet.capture import golden_of
+from rackops.fleet.compare import against_floors, against_golden, below, by_majority
+from rackops.fleet.facts import Fact, node_facts
+from rackops.inventory import load_inventory
+from rackops.inventory.model import Cluster
+from rackops.parsers.host_facts import SCRIPT
+from rackops.profiles import Floor, Profile, load_profile
+from rackops.tools import parse
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "rackops" / "lab"))
+from hwsim.node import Node  # noqa: E402
+from hwsim.pci import dmidecode, lspci, mlxconfig  # noqa: E402
+from hwsim.rdma import ibv_devinfo, ofed_info  # noqa: E402
+from hwsim.smi import nvidia_smi  # noqa: E402
+from hwsim.tree import hw_tree  # noqa: E402
+
+NODES = [f"node{i:02d}" for i in range(1, 9)]
+FAULTS: dict[str, list[dict[str, Any]]] = {  # one of each fleet fault, each on its own node
+    "node02": [{"kind": "hca_firmware", "hca": "mlx5_3", "version": "28.39.1002"}],
+    "node03": [{"kind": "vbios", "gpu": 2, "version": "96.00.74.00.0D"}],
+    "node04": [{"kind": "pcie_downtrained", "hca": "mlx5_1", "pcie_width": 8}],
+    "node05": [{"kind": "acs_enabled", "gpu": 5}],
+    "node06": [{"kind": "mlxconfig", "hca": "mlx5_6", "key": "ATS_ENABLED", "value": "True(1)"}],
+    "node07": [{"kind": "power_limit", "gpu": 0, "watts": 500}],
+}
+# what must be named: (node, device, fact) — and nothing else
+NAMED = {
+    ("node02", "mlx5_3", "firmware"),
+    ("node03", "gpu2", "vbios"),
+    ("node04", "mlx5_1", "pcie.width"),
+    ("node05", "gpu5", "acs.0"),
+    ("node06", "mlx5_6", "mlxconfig.ATS_ENABLED"),
+    ("node07", "gpu0", "power_limit_w"),
+}
+
+
+def _cluster() -> Cluster:
+    """example-roce's node01 (HCA n pairs with GPU n) eight times over."""
+    base = load_inventory("inventories/example-roce").raise_for_errors()
+    first = base.nodes[0]
+    nodes = tuple(
+        first.model_copy(update={"name": n, "address": f"10.0.0.{i + 1}"})
+        for i, n in enumerate(NODES)
+    )
+    return base.model_copy(update={"nodes": nodes})
+
+
+def _run(fn: Any, node: Node, args: list[str]) -> str:
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        out = fn(node, args)
+    return out if isinstance(out, str) else buf.getvalue()
+
+
+def _outputs(name: str, faults: list[dict[str, Any]], tmp: Path) -> dict[str, Any]:
+    """Every fleet source tool's output for one simulated node, parsed by the registry."""
+    scenario = {"hardware": {"link_layer": "Ethernet"}, "nodes": {name: {"faults": faults}}}
+    node = Node(scenario, name)
+    root = tmp / name
+    hw_tree(node, [str(root)])
+    texts = {
+        "nvidia-smi-xml": _run(nvidia_smi, node, ["-q", "-x"]),
+        "nvidia-smi-topo": _run(nvidia_smi, node, ["topo", "-m"]),
+        "ibv_devinfo": _run(ibv_devinfo, node, []),
+        "ofed_info": _run(ofed_info, node, ["-s"]),
+        "lspci": _run(lspci, node, ["-vvv"]),
+        "dmidecode": _run(dmidecode, node, ["-t", "bios", "-t", "system"]),
+        "host-facts": subprocess.run(
+            ["sh", "-c", SCRIPT, "host-facts", str(root), *node.hcas()],
+            capture_output=True, text=True, check=True,
+        ).stdout,
+    }
+    for dev in node.hcas():
+        texts[f"mlxconfig/{dev}"] = _run(mlxconfig, node, ["-d", dev, "q"])
+    return {k: parse(k.split("/")[0], v) for k, v in texts.items()}
+
+
+@pytest.fixture(scope="module")
+def table(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Fact]]:
+    tmp = tmp_path_factory.mktemp("hw")
+    cluster = _cluster()
+    return {
+        n: node_facts(cluster.node(n), _outputs(n, FAULTS.get(n, []), tmp)) for n in NODES
+    }
+
+
+def _facts_named(findings: list[Any], table: dict[str, list[Fact]]) -> set[tuple[str, str, str]]:
+    """(node, device, fact) of every non-OK finding, the fact found by its value."""
+    out = set()
+    for f in findings:
+        if f.status is Status.OK:
+            continue
+        s = f.subject
+        dev = f"gpu{s.gpu}" if s.gpu is not None else (s.hca or "node")
+        match = [x for x in table[s.node] if x.device == dev and x.value == f.observed]
+        assert len(match) == 1, (f, match)
+        out.add((s.node, dev, match[0].name))
+    return out
+
+
+def test_a_clean_node_has_every_kind_of_fact(table: dict[str, list[Fact]]) -> None:
+    names = {f.name for f in table["node01"]}
+    for want in ("driver", "cuda", "ofed", "kernel", "bios", "system", "vbios", "power_limit_w",
+                 "ecc_mode", "mig_mode", "firmware", "psid", "pcie.width", "pcie.speed_max",
+                 "acs.0", "mlxconfig.ATS_ENABLED", "mlxconfig.LINK_TYPE_P1", "numa", "topo"):
+        assert want in names, want
+    assert len(table["node01"]) > 150
+
+
+def test_majority_names_exactly_the_faults(table: dict[str, list[Fact]]) -> None:
+    findings = by_majority(table)
+    assert _facts_named(findings, table) == NAMED
+    fw = next(f for f in findings if f.subject.hca == "mlx5_3")
+    assert "7 of 8 nodes have 28.41.1000" in fw.message and fw.status is Status.FAIL
+
+
+def test_golden_names_exactly_the_faults(table: dict[str, list[Fact]], tmp_path: Path) -> None:
+    golden = golden_of(table["node01"], "node01", tmp_path)
+    findings = [f for n in NODES for f in against_golden(n, table[n], golden)]
+    assert _facts_named(findings, table) == NAMED
+    fw = next(f for f in findings if f.subject.hca == "mlx5_3")
+    assert fw.message.startswith("mlx5_3: firmware 28.39.1002, golden 28.41.1000 (node01)")
+    assert "mlxfwmanager" in (fw.remediation or "")
+    acs = next(f for f in findings if f.subject.gpu == 5)
+    assert acs.status is Status.FAIL and acs.subject.bus_id  # the bridge is named
+
+
+def test_a_split_rack_is_one_finding_not_half_the_nodes() -> None:
+    facts = {
+        n: [Fact("mlx5_0", "firmware", "28.41.1000" if i < 4 else "28.39.1002", "ibv_devinfo")]
+        for i, n in enumerate(NODES)
+    }
+    findings = by_majority(facts)
+    assert len(findings) == 1
+    f = findings[0]
+    assert f.subject.node is None and f.status is Status.FAIL
+    assert "4 have 28.39.1002" in f.message and "4 have 28.41.1000" in f.message
+
+
+def test_a_gpu_idle_link_speed_is_a_warning_an_hca_one_a_failure() -> None:
+    facts = {n: [Fact("gpu0", "pcie.speed", "32", "lspci"), Fact("mlx5_0", "pcie.speed", "32", "lspci")]
+             for n in NODES}
+    facts["node08"] = [Fact("gpu0", "pcie.speed", "2.5", "lspci"), Fact("mlx5_0", "pcie.speed", "16", "lspci")]
+    by = {f.subject.hca or f"gpu{f.subject.gpu}": f.status for f in by_majority(facts)}
+    assert by == {"gpu0": Status.WARN, "mlx5_0": Status.FAIL}
+
+
+@pytest.mark.parametrize(
+    ("value", "floor", "low"),
+    [
+        ("550.54.15", "550.127.05", True),
+        ("570.172.08", "550.127.05", False),
+        ("28.39.1002", "28.40.1000", True),
+        ("5.15.0-91-generic", "5.15.0-101", True),
+        ("25.07-0.9.7", "24.10-1.1.4", False),
+        ("580.95.05", "580.95.05", False),
+    ],
+)
+def test_version_order(value: str, floor: str, low: bool) -> None:
+    assert below(value, floor) is low
+
+
+def test_a_floor_fails_with_its_reason(table: dict[str, list[Fact]]) -> None:
+    floor = Floor(component="hca_firmware", min="28.40.1000", reason="RoCE retransmit erratum",
+                  source="ConnectX-7 firmware 28.40.1000 release notes")
+    findings = against_floors("node02", table["node02"], [floor])
+    assert [(f.subject.hca, f.status) for f in findings] == [("mlx5_3", Status.FAIL)]
+    assert "below the floor 28.40.1000: RoCE retransmit erratum" in findings[0].message
+    assert against_floors("node01", table["node01"], [floor]) == []
+
+
+def test_judge_uses_golden_of_the_profile(table: dict[str, list[Fact]], tmp_path: Path) -> None:
+    cluster = _cluster()
+    base = load_profile("h100-sxm-roce400").profile
+    golden = golden_of(table["node01"], "node01", tmp_path)
+    with_golden = Profile.model_validate({**base.model_dump(), "golden": golden.model_dump()})
+    got = judge(table, cluster, {"h100-sxm-roce400": with_golden})
+    assert _facts_named(got, table) == NAMED
+    assert judge({n: table["node01"] for n in NODES[:1]}, cluster, {"h100-sxm-roce400": base}) == []
