@@ -39,6 +39,63 @@ FAULTS = "\n".join(line for line in SSH_FAULTS.splitlines() if "switch_mtu" not 
 EXPECTED = {c for c in SSH_EXPECTED if c[2] != "mlx5_5"}
 # the clean rack: four of the lab's nodes, their faults cleared (node06 stays unreachable)
 CLEAN = "node0[1-4]"
+# the fleet: one of each fleet fault on nodes 02-05, node01 golden
+FLEET = "node0[1-5]"
+FLEET_FAULTS: dict[str, list[dict[str, Any]]] = {
+    "node02": [
+        {"kind": "hca_firmware", "hca": "mlx5_3", "version": "28.39.1002"},
+        {"kind": "vbios", "gpu": 2, "version": "96.00.74.00.0D"},
+    ],
+    "node03": [
+        {"kind": "pcie_downtrained", "hca": "mlx5_1", "pcie_width": 8},
+        {"kind": "power_limit", "gpu": 0, "watts": 500},
+    ],
+    "node04": [{"kind": "acs_enabled", "gpu": 5}],
+    "node05": [
+        {"kind": "mlxconfig", "hca": "mlx5_6", "key": "ATS_ENABLED", "value": "True(1)"},
+        {"kind": "pcie_downtrained", "gpu": 4, "pcie_gts": 16},
+    ],
+}
+FLEET_EXPECTED = {
+    ("hca", "node02", "mlx5_3", None),
+    ("gpu", "node02", None, 2),
+    ("hca", "node03", "mlx5_1", None),
+    ("gpu", "node03", None, 0),
+    ("gpu", "node04", None, 5),
+    ("hca", "node05", "mlx5_6", None),
+}
+FLEET_NAMED = {  # (node, device, finding code) of the fleet stage: nothing else
+    ("node02", "mlx5_3", "FLEET-FIRMWARE", "FAIL"),
+    ("node02", "gpu2", "FLEET-VBIOS", "FAIL"),
+    ("node03", "mlx5_1", "FLEET-PCIE", "FAIL"),
+    ("node03", "gpu0", "FLEET-POWER-LIMIT-W", "FAIL"),
+    ("node04", "gpu5", "FLEET-ACS", "FAIL"),
+    ("node05", "mlx5_6", "FLEET-MLXCONFIG", "FAIL"),
+    ("node05", "gpu4", "FLEET-PCIE", "WARN"),  # a GPU's link speed drops at idle: WARN
+}
+
+
+def golden_path(inv: Path) -> Path:
+    """Where a golden profile holds every lab node to it: the inventory's profiles/, under
+    the name of the lab's profile (it wins over the built-in one)."""
+    hosts = yaml.safe_load((inv / "hosts.yml").read_text())
+    profile = hosts["all"]["children"]["gpu_nodes"]["vars"]["rackops_profile"]
+    return inv / "profiles" / f"{profile}.yaml"
+
+
+def fleet_named(run: Path) -> set[tuple[str, str, str, str]]:
+    (rec,) = [
+        json.loads(line)
+        for line in (run / "results.jsonl").read_text().splitlines()
+        if '"kind": "fleet"' in line
+    ]
+    out = set()
+    for f in rec["findings"]:
+        s = f["subject"]
+        if f["status"] != "OK":
+            dev = f"gpu{s['gpu']}" if s["gpu"] is not None else (s["hca"] or "node")
+            out.add((s["node"], dev, f["code"], f["status"]))
+    return out
 
 
 @contextmanager
@@ -212,7 +269,23 @@ class TestFaultRack:
         assert back <= {n for n, (s, _) in st.items() if s in ("idle", "mixed")}, st
 
     def test_clean_rack_is_accepted(self, fault_rack: Path, tmp_path: Path) -> None:
+        """A golden profile captured from node01 (running the suite on it now), then the
+        clean rack validated against it."""
         set_faults({})
+        golden = golden_path(fault_rack)
+        proc = subprocess.run(
+            [
+                str(VENV_BIN / "rackops"), "profile", "capture", "-i", str(fault_rack),
+                "--from", "node01", "-o", str(golden), "--suite", "lab",
+                "--run-dir", str(tmp_path / "capture"), "--accept-new-host-keys",
+            ],
+            cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        facts = yaml.safe_load(golden.read_text())["golden"]["facts"]
+        assert facts["mlx5_3"]["firmware"]["value"] == "28.41.1000"
+        assert facts["gpu5"]["acs.0"]["value"] == "off"
+        assert facts["node"]["pkg.fabric_manager"]["value"].startswith("nvidia-fabricmanager")
         rc, report = validate(fault_rack, tmp_path / "run", "--limit", CLEAN)
         assert rc == 0 and report["verdict"] == "ACCEPTED"
         assert report["culprits"] == [] and report["errors"] == [] and report["warnings"] == []
@@ -224,6 +297,33 @@ class TestFaultRack:
         assert all(st == "OK" for checks in report["nodes"].values() for st in checks.values())
         html = (tmp_path / "run" / "report.html").read_text()
         assert "ACCEPTED" in html
+        assert report["fleet"]["how"] == "golden node01" and report["fleet"]["rows"] == []
+
+    def test_fleet_faults_are_named_by_golden_and_by_majority(
+        self, fault_rack: Path, tmp_path: Path
+    ) -> None:
+        """One of each fleet fault on nodes 02-05: against node01's golden profile, and
+        again without it (the majority of five), exactly those devices and facts."""
+        set_faults(FLEET_FAULTS)
+        try:
+            rc, report = validate(fault_rack, tmp_path / "golden", "--limit", FLEET, "--suite", "fleet")
+            assert rc == 2 and culprits(report) == FLEET_EXPECTED, report["culprits"]
+            assert fleet_named(tmp_path / "golden") == FLEET_NAMED
+            fw = next(c for c in report["culprits"] if c["hca"] == "mlx5_3")
+            assert "firmware 28.39.1002, golden 28.41.1000 (node01)" in fw["message"]
+            rows = {r["fact"] for r in report["fleet"]["rows"]}
+            assert {"mlx5_3/firmware", "gpu2/vbios", "gpu5/acs.0"} <= rows
+            html = (tmp_path / "golden" / "report.html").read_text()
+            assert 'id="fleet"' in html and "28.39.1002" in html
+            golden_path(fault_rack).unlink()
+            rc, report = validate(fault_rack, tmp_path / "majority", "--limit", FLEET, "--suite", "fleet")
+            assert rc == 2 and culprits(report) == FLEET_EXPECTED, report["culprits"]
+            assert fleet_named(tmp_path / "majority") == FLEET_NAMED
+            fw = next(c for c in report["culprits"] if c["hca"] == "mlx5_3")
+            assert "4 of 5 nodes have 28.41.1000" in json.dumps(fw["evidence"])
+        finally:
+            set_faults({})
+            golden_path(fault_rack).unlink(missing_ok=True)
 
     def test_hung_tool_times_out_and_the_run_finishes(
         self, fault_rack: Path, tmp_path: Path
