@@ -133,7 +133,9 @@ class Floor(_Strict):
     @classmethod
     def _known(cls, v: str) -> str:
         if v not in FLOOR_COMPONENTS:
-            raise ValueError(f"not a component with a version; one of {', '.join(FLOOR_COMPONENTS)}")
+            raise ValueError(
+                f"not a component with a version; one of {', '.join(FLOOR_COMPONENTS)}"
+            )
         return v
 
     min: str = Field(min_length=1, max_length=64, pattern=r"^[0-9A-Za-z][0-9A-Za-z._+~-]*$")

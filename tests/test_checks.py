@@ -33,6 +33,46 @@ def codes(findings: list[Finding], status: Status) -> list[str]:
 # --- verdict of every fixture through `rackops check` --------------------------------------
 
 VERDICTS = {
+    # lspci: an HCA as capable, idle GPU speed not judged, a device without root access that
+    # is neither GPU nor HCA; everything cut, elided or grepped is ERROR
+    "lspci/cx7-mt2910-gen5-x16-endpoint-acs": "OK",
+    "lspci/rtx6000ada-gen1-idle-downgraded": "OK",
+    "lspci/kioxia-nvme-no-root-access-denied": "OK",
+    "lspci/pciutils-cap-pcie-2-old-single-line-lnksta": "OK",
+    "lspci/a100-sxm4-nn-cut-before-lnkcap": "ERROR",
+    "lspci/cut-cx7-mid-lnksta": "ERROR",
+    "lspci/cut-rtx6000ada-hand-elision": "ERROR",
+    "lspci/cx6dx-old-devctl-cut-after-lnkcap": "ERROR",
+    "lspci/h100-pcie-2331-iommu-group-cut": "ERROR",
+    "lspci/nccl-629-grep-acsctl": "ERROR",
+    "lspci/openvmm-root-port-acs-off-elided": "ERROR",
+    "lspci/plx-pex8725-excerpt-starts-mid-block": "ERROR",
+    # mlxconfig: only a whole query table is read; filtered, elided, set and error outputs not
+    "mlxconfig/cx5-vpi-query-full": "OK",
+    "mlxconfig/cut-cx5-mid-row": "ERROR",
+    "mlxconfig/cx5-e-query-old-layout-window": "ERROR",
+    "mlxconfig/cx5-e-query-star-row-window": "ERROR",
+    "mlxconfig/cx6-set-confirm-prompt": "ERROR",
+    "mlxconfig/cx6lx-query-header-mstflint-4.19": "ERROR",
+    "mlxconfig/cx7-query-author-elided": "ERROR",
+    "mlxconfig/cx7-query-egrep-filtered": "ERROR",
+    "mlxconfig/cx7-query-grep-header-lines": "ERROR",
+    "mlxconfig/cx7-query-grep-one-key": "ERROR",
+    "mlxconfig/error-failed-to-open-device": "ERROR",
+    "mlxconfig/error-nv-access-registers": "ERROR",
+    # dmidecode: whole BIOS records only
+    "dmidecode/dell-m630-full-dump": "OK",
+    "dmidecode/hpe-bl460c-gen10-full-dump": "OK",
+    "dmidecode/cut-dell-m630-mid-characteristics": "ERROR",
+    "dmidecode/dell-r640-system-only": "ERROR",
+    "dmidecode/intel-mtl-type0-uefi-cut": "ERROR",
+    "dmidecode/no-smbios-entry-point": "ERROR",
+    "dmidecode/supermicro-microcloud-space-indent-cut": "ERROR",
+    "dmidecode/supermicro-ssg-6028r-cut-after-bios": "ERROR",
+    # host-facts: an HCA with no PCI device in sysfs is a WARN; no closing line, unreadable
+    "host-facts/lab-4-hcas-one-unbound": "WARN",
+    "host-facts/lab-node-with-packages": "OK",
+    "host-facts/cut-before-end": "ERROR",
     "nccl-tests/bare-nccl-failure-unhandled-cuda-2018": "ERROR",
     "nccl-tests/bare-nccl-failure-unhandled-system-error-2018": "ERROR",
     "nccl-tests/headerless-rows-then-unhandled-cuda-error": "FAIL",

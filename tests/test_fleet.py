@@ -24,11 +24,11 @@ from rackops.profiles import Floor, Profile, load_profile
 from rackops.tools import parse
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "rackops" / "lab"))
-from hwsim.node import Node  # noqa: E402
-from hwsim.pci import dmidecode, lspci, mlxconfig  # noqa: E402
-from hwsim.rdma import ibv_devinfo, ofed_info  # noqa: E402
-from hwsim.smi import nvidia_smi  # noqa: E402
-from hwsim.tree import hw_tree  # noqa: E402
+from hwsim.node import Node
+from hwsim.pci import dmidecode, lspci, mlxconfig
+from hwsim.rdma import ibv_devinfo, ofed_info
+from hwsim.smi import nvidia_smi
+from hwsim.tree import hw_tree
 
 NODES = [f"node{i:02d}" for i in range(1, 9)]
 FAULTS: dict[str, list[dict[str, Any]]] = {  # one of each fleet fault, each on its own node
@@ -83,7 +83,9 @@ def _outputs(name: str, faults: list[dict[str, Any]], tmp: Path) -> dict[str, An
         "dmidecode": _run(dmidecode, node, ["-t", "bios", "-t", "system"]),
         "host-facts": subprocess.run(
             ["sh", "-c", SCRIPT, "host-facts", str(root), *node.hcas()],
-            capture_output=True, text=True, check=True,
+            capture_output=True,
+            text=True,
+            check=True,
         ).stdout,
     }
     for dev in node.hcas():
@@ -95,9 +97,7 @@ def _outputs(name: str, faults: list[dict[str, Any]], tmp: Path) -> dict[str, An
 def table(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Fact]]:
     tmp = tmp_path_factory.mktemp("hw")
     cluster = _cluster()
-    return {
-        n: node_facts(cluster.node(n), _outputs(n, FAULTS.get(n, []), tmp)) for n in NODES
-    }
+    return {n: node_facts(cluster.node(n), _outputs(n, FAULTS.get(n, []), tmp)) for n in NODES}
 
 
 def _facts_named(findings: list[Any], table: dict[str, list[Fact]]) -> set[tuple[str, str, str]]:
@@ -116,9 +116,27 @@ def _facts_named(findings: list[Any], table: dict[str, list[Fact]]) -> set[tuple
 
 def test_a_clean_node_has_every_kind_of_fact(table: dict[str, list[Fact]]) -> None:
     names = {f.name for f in table["node01"]}
-    for want in ("driver", "cuda", "ofed", "kernel", "bios", "system", "vbios", "power_limit_w",
-                 "ecc_mode", "mig_mode", "firmware", "psid", "pcie.width", "pcie.speed_max",
-                 "acs.0", "mlxconfig.ATS_ENABLED", "mlxconfig.LINK_TYPE_P1", "numa", "topo"):
+    for want in (
+        "driver",
+        "cuda",
+        "ofed",
+        "kernel",
+        "bios",
+        "system",
+        "vbios",
+        "power_limit_w",
+        "ecc_mode",
+        "mig_mode",
+        "firmware",
+        "psid",
+        "pcie.width",
+        "pcie.speed_max",
+        "acs.0",
+        "mlxconfig.ATS_ENABLED",
+        "mlxconfig.LINK_TYPE_P1",
+        "numa",
+        "topo",
+    ):
         assert want in names, want
     assert len(table["node01"]) > 150
 
@@ -154,9 +172,14 @@ def test_a_split_rack_is_one_finding_not_half_the_nodes() -> None:
 
 
 def test_a_gpu_idle_link_speed_is_a_warning_an_hca_one_a_failure() -> None:
-    facts = {n: [Fact("gpu0", "pcie.speed", "32", "lspci"), Fact("mlx5_0", "pcie.speed", "32", "lspci")]
-             for n in NODES}
-    facts["node08"] = [Fact("gpu0", "pcie.speed", "2.5", "lspci"), Fact("mlx5_0", "pcie.speed", "16", "lspci")]
+    facts = {
+        n: [Fact("gpu0", "pcie.speed", "32", "lspci"), Fact("mlx5_0", "pcie.speed", "32", "lspci")]
+        for n in NODES
+    }
+    facts["node08"] = [
+        Fact("gpu0", "pcie.speed", "2.5", "lspci"),
+        Fact("mlx5_0", "pcie.speed", "16", "lspci"),
+    ]
     by = {f.subject.hca or f"gpu{f.subject.gpu}": f.status for f in by_majority(facts)}
     assert by == {"gpu0": Status.WARN, "mlx5_0": Status.FAIL}
 
@@ -177,8 +200,12 @@ def test_version_order(value: str, floor: str, low: bool) -> None:
 
 
 def test_a_floor_fails_with_its_reason(table: dict[str, list[Fact]]) -> None:
-    floor = Floor(component="hca_firmware", min="28.40.1000", reason="RoCE retransmit erratum",
-                  source="ConnectX-7 firmware 28.40.1000 release notes")
+    floor = Floor(
+        component="hca_firmware",
+        min="28.40.1000",
+        reason="RoCE retransmit erratum",
+        source="ConnectX-7 firmware 28.40.1000 release notes",
+    )
     findings = against_floors("node02", table["node02"], [floor])
     assert [(f.subject.hca, f.status) for f in findings] == [("mlx5_3", Status.FAIL)]
     assert "below the floor 28.40.1000: RoCE retransmit erratum" in findings[0].message
@@ -193,3 +220,25 @@ def test_judge_uses_golden_of_the_profile(table: dict[str, list[Fact]], tmp_path
     got = judge(table, cluster, {"h100-sxm-roce400": with_golden})
     assert _facts_named(got, table) == NAMED
     assert judge({n: table["node01"] for n in NODES[:1]}, cluster, {"h100-sxm-roce400": base}) == []
+
+
+def test_a_setting_cut_from_one_nodes_table_is_named(
+    table: dict[str, list[Fact]], tmp_path: Path
+) -> None:
+    """mlxconfig prints no trailer: a table cut between rows reads as whole. The key the
+    golden node (or the majority) has is then missing on that node: a WARN naming it."""
+    cut = {
+        n: [
+            f
+            for f in fs
+            if not (n == "node08" and f.device == "mlx5_0" and f.name == "mlxconfig.ATS_ENABLED")
+        ]
+        for n, fs in table.items()
+    }
+    golden = golden_of(table["node01"], "node01", tmp_path)
+    (g,) = against_golden("node08", cut["node08"], golden)
+    assert (g.code, g.status, g.subject.hca) == ("FLEET-MISSING", Status.WARN, "mlx5_0")
+    assert "ATS_ENABLED not in mlxconfig -d mlx5_0 q" in g.message
+    missing = [f for f in by_majority(cut) if f.code == "FLEET-MISSING"]
+    assert [(f.subject.node, f.subject.hca) for f in missing] == [("node08", "mlx5_0")]
+    assert "7 of 8 nodes" in missing[0].message

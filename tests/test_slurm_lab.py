@@ -275,11 +275,26 @@ class TestFaultRack:
         golden = golden_path(fault_rack)
         proc = subprocess.run(
             [
-                str(VENV_BIN / "rackops"), "profile", "capture", "-i", str(fault_rack),
-                "--from", "node01", "-o", str(golden), "--suite", "lab",
-                "--run-dir", str(tmp_path / "capture"), "--accept-new-host-keys",
+                str(VENV_BIN / "rackops"),
+                "profile",
+                "capture",
+                "-i",
+                str(fault_rack),
+                "--from",
+                "node01",
+                "-o",
+                str(golden),
+                "--suite",
+                "lab",
+                "--run-dir",
+                str(tmp_path / "capture"),
+                "--accept-new-host-keys",
             ],
-            cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
         )
         assert proc.returncode == 0, proc.stdout + proc.stderr
         facts = yaml.safe_load(golden.read_text())["golden"]["facts"]
@@ -306,7 +321,9 @@ class TestFaultRack:
         again without it (the majority of five), exactly those devices and facts."""
         set_faults(FLEET_FAULTS)
         try:
-            rc, report = validate(fault_rack, tmp_path / "golden", "--limit", FLEET, "--suite", "fleet")
+            rc, report = validate(
+                fault_rack, tmp_path / "golden", "--limit", FLEET, "--suite", "fleet"
+            )
             assert rc == 2 and culprits(report) == FLEET_EXPECTED, report["culprits"]
             assert fleet_named(tmp_path / "golden") == FLEET_NAMED
             fw = next(c for c in report["culprits"] if c["hca"] == "mlx5_3")
@@ -316,7 +333,9 @@ class TestFaultRack:
             html = (tmp_path / "golden" / "report.html").read_text()
             assert 'id="fleet"' in html and "28.39.1002" in html
             golden_path(fault_rack).unlink()
-            rc, report = validate(fault_rack, tmp_path / "majority", "--limit", FLEET, "--suite", "fleet")
+            rc, report = validate(
+                fault_rack, tmp_path / "majority", "--limit", FLEET, "--suite", "fleet"
+            )
             assert rc == 2 and culprits(report) == FLEET_EXPECTED, report["culprits"]
             assert fleet_named(tmp_path / "majority") == FLEET_NAMED
             fw = next(c for c in report["culprits"] if c["hca"] == "mlx5_3")

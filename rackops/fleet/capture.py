@@ -73,7 +73,9 @@ def capture(
     cluster = load_inventory(inventory, allow_lookups=allow_lookups).raise_for_errors()
     names = [n.name for n in cluster.nodes]
     if node not in names:
-        raise RackopsError(f"--from {short(node)} is not a node of {inventory}: {', '.join(names[:20])}")
+        raise RackopsError(
+            f"--from {short(node)} is not a node of {inventory}: {', '.join(names[:20])}"
+        )
     stem = out.name[: -len(".yaml")] if out.name.endswith(".yaml") else ""
     if not stem or not safe_file_stem(stem):
         raise RackopsError(

@@ -50,9 +50,15 @@ def against_golden(node: str, facts: Sequence[Fact], golden: Golden) -> list[Fin
     to the inventory checks (a missing GPU or HCA is named there)."""
     out: list[Finding] = []
     have = {f.key: f for f in facts}
+    read = {(f.device, f.source) for f in facts}
     for device, named in sorted(golden.facts.items()):
         for name, gf in sorted(named.items()):
             f = have.get((device, name))
+            if f is None and (device, gf.source) in read:
+                out.append(
+                    _missing(node, device, name, gf.source, f"the golden node ({golden.node})")
+                )
+                continue
             if f is None or f.value == gf.value:
                 continue
             out.append(
@@ -70,6 +76,20 @@ def against_golden(node: str, facts: Sequence[Fact], golden: Golden) -> list[Fin
     return out
 
 
+def _missing(node: str, device: str, name: str, source: str, who: str) -> Finding:
+    """A fact the command printed for the reference but not here, though it ran and printed
+    this device's others: the output was cut, or this firmware hides the setting."""
+    f = Fact(device, name, "", source)
+    return Finding(
+        "FLEET-MISSING",
+        Status.WARN,
+        subject(node, device),
+        f"{_who(device)}{_what(f)} not in {source}, though {who} has it: the output was cut, "
+        "or this firmware/driver does not show it",
+        remediation=f"run {source} on the node and compare",
+    )
+
+
 def _nodes(names: Iterable[str], limit: int = 6) -> str:
     s = sorted(names)
     return ", ".join(s) if len(s) <= limit else ", ".join(s[:limit]) + f" and {len(s) - limit} more"
@@ -80,11 +100,22 @@ def by_majority(table: Table) -> list[Finding]:
     value differs from a strict majority is named with the count; a fact with no strict
     majority is one rack-wide finding (the rack is split), never one per node."""
     values: dict[tuple[str, str], dict[str, Fact]] = defaultdict(dict)
+    read: dict[tuple[str, str], set[str]] = defaultdict(set)  # (device, command) → nodes
     for node, facts in table.items():
         for f in facts:
             values[f.key][node] = f
+            read[(f.device, f.source)].add(node)
     out: list[Finding] = []
     for (device, name), per_node in sorted(values.items()):
+        sample = next(iter(per_node.values()))
+        ran = read[(device, sample.source)]
+        if 2 * len(per_node) > len(ran):
+            for node in sorted(ran - per_node.keys()):
+                out.append(
+                    _missing(
+                        node, device, name, sample.source, f"{len(per_node)} of {len(ran)} nodes"
+                    )
+                )
         n = len(per_node)
         if n < 2:
             continue
@@ -92,7 +123,6 @@ def by_majority(table: Table) -> list[Finding]:
         if len(counts) == 1:
             continue
         top, c = counts.most_common(1)[0]
-        sample = next(iter(per_node.values()))
         if 2 * c > n:
             for node, f in sorted(per_node.items()):
                 if f.value == top:

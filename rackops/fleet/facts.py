@@ -60,7 +60,9 @@ class Kind:
 FLASH = "flash the golden firmware (mlxfwmanager -u, or the vendor's update bundle)"
 KINDS: dict[str, Kind] = {
     # host-wide versions
-    "driver": Kind("driver", Status.FAIL, "install the pinned driver (rackops provision)", "driver"),
+    "driver": Kind(
+        "driver", Status.FAIL, "install the pinned driver (rackops provision)", "driver"
+    ),
     "cuda": Kind("CUDA", Status.FAIL, "install the pinned driver (rackops provision)", "cuda"),
     "ofed": Kind("OFED", Status.FAIL, "install the pinned OFED (rackops provision)", "ofed"),
     "kernel": Kind("kernel", Status.FAIL, "boot the golden kernel", "kernel"),
@@ -78,7 +80,9 @@ KINDS: dict[str, Kind] = {
     "pkg.dcgm": Kind("DCGM", Status.WARN, "install the pinned DCGM (rackops provision)"),
     # per GPU
     "model": Kind("GPU model", Status.FAIL, "a different GPU: check the order"),
-    "vbios": Kind("VBIOS", Status.FAIL, "flash the golden VBIOS (nvfwupd / vendor bundle)", "vbios"),
+    "vbios": Kind(
+        "VBIOS", Status.FAIL, "flash the golden VBIOS (nvfwupd / vendor bundle)", "vbios"
+    ),
     "power_limit_w": Kind(
         "power limit (W)", Status.FAIL, "nvidia-smi -i GPU -pl WATTS, or reset it (-pl default)"
     ),
@@ -91,19 +95,42 @@ KINDS: dict[str, Kind] = {
     "ecc_mode": Kind("ECC mode", Status.FAIL, "nvidia-smi -i GPU -e 1, then reset the GPU"),
     "mig_mode": Kind("MIG mode", Status.FAIL, "nvidia-smi -i GPU -mig 0 (or as golden)"),
     "compute_mode": Kind("compute mode", Status.WARN, "nvidia-smi -i GPU -c DEFAULT"),
-    "persistence": Kind("persistence mode", Status.WARN, "systemctl enable --now nvidia-persistenced"),
-    "numa": Kind("NUMA node", Status.FAIL, "the device sits in another slot/socket: check the riser"),
-    "topo": Kind("path to its rail HCA", Status.FAIL, "GPU and HCA are not behind one switch: check the slot"),
+    "persistence": Kind(
+        "persistence mode", Status.WARN, "systemctl enable --now nvidia-persistenced"
+    ),
+    "numa": Kind(
+        "NUMA node", Status.FAIL, "the device sits in another slot/socket: check the riser"
+    ),
+    "topo": Kind(
+        "path to its rail HCA", Status.FAIL, "GPU and HCA are not behind one switch: check the slot"
+    ),
     # per HCA
     "firmware": Kind("firmware", Status.FAIL, FLASH, "hca_firmware"),
     "psid": Kind("PSID", Status.FAIL, "a card of another board/OEM (PSID): swap it or cross-flash"),
     # PCIe (GPU and HCA)
-    "pcie.speed": Kind("PCIe link speed (GT/s)", Status.FAIL, "reseat the card / check the riser; a link below its capability retrained down"),
-    "pcie.width": Kind("PCIe link width", Status.FAIL, "reseat the card / check the riser and slot"),
-    "pcie.speed_max": Kind("PCIe capable speed (GT/s)", Status.FAIL, "a different card or slot generation"),
+    "pcie.speed": Kind(
+        "PCIe link speed (GT/s)",
+        Status.FAIL,
+        "reseat the card / check the riser; a link below its capability retrained down",
+    ),
+    "pcie.width": Kind(
+        "PCIe link width", Status.FAIL, "reseat the card / check the riser and slot"
+    ),
+    "pcie.speed_max": Kind(
+        "PCIe capable speed (GT/s)", Status.FAIL, "a different card or slot generation"
+    ),
     "pcie.width_max": Kind("PCIe capable width", Status.FAIL, "a different card or slot"),
-    "acs": Kind("ACS on the bridge", Status.FAIL, "disable ACS redirect on that bridge (setpci ECAP_ACS+0x6.w=0000, or BIOS: ACS off / pci=disable_acs_redir=BDF)"),
-    "mlxconfig": Kind("mlxconfig", Status.FAIL, "mlxconfig -d DEV set KEY=VALUE as golden, then reboot (or mlxfwreset)"),
+    "acs": Kind(
+        "ACS on the bridge",
+        Status.FAIL,
+        "disable ACS redirect on that bridge (setpci ECAP_ACS+0x6.w=0000, or BIOS: ACS off"
+        " / pci=disable_acs_redir=BDF)",
+    ),
+    "mlxconfig": Kind(
+        "mlxconfig",
+        Status.FAIL,
+        "mlxconfig -d DEV set KEY=VALUE as golden, then reboot (or mlxfwreset)",
+    ),
 }
 
 # A GPU's current link speed drops at idle (power saving: 2.5 GT/s while idle is normal), so
@@ -284,6 +311,8 @@ def _topo(out: _Out, topo: Any, node: Node) -> None:
         gpu = f"GPU{h.gpu}"
         label = nic.get(h.device, h.device)
         rel = topo.matrix.get(gpu, {}).get(label)
-        out.add(gpu_device(h.gpu), "topo", f"{h.device}:{rel}" if rel else None, "nvidia-smi topo -m")
+        out.add(
+            gpu_device(h.gpu), "topo", f"{h.device}:{rel}" if rel else None, "nvidia-smi topo -m"
+        )
         numa = topo.numa_affinity.get(gpu)
         out.add(gpu_device(h.gpu), "numa", numa, "nvidia-smi topo -m")

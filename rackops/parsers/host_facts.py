@@ -32,7 +32,9 @@ for dev in "$@"; do
   b=$(readlink -f "$d" 2>/dev/null); b=${b##*/}
   echo "hca $dev ${b:--} $(cat "$d/numa_node" 2>/dev/null || echo -)"
 done
-pk='nvidia-fabricmanager* libnccl2 libnccl datacenter-gpu-manager* doca-ofed mlnx-ofed-kernel-utils nvidia-driver-* cuda-driver*'
+set -f  # the package patterns below are dpkg's and rpm's, never file names here
+pk='nvidia-fabricmanager* libnccl2 libnccl datacenter-gpu-manager* doca-ofed
+  mlnx-ofed-kernel-utils nvidia-driver-* cuda-driver*'
 if command -v dpkg-query >/dev/null 2>&1; then
   dpkg-query -W -f '${db:Status-Abbrev} ${Package} ${Version}\n' $pk 2>/dev/null |
     while read -r st name ver; do [ "$st" = ii ] && echo "pkg $name $ver"; done

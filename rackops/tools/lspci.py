@@ -24,7 +24,10 @@ def _link(d: Any, subj: Subject) -> list[Finding]:
     if cap is None or sta is None:
         return []
     out = []
-    for what, now, most in (("width x", sta.width, cap.width), ("speed ", sta.speed_gts, cap.speed_gts)):
+    for what, now, most in (
+        ("width x", sta.width, cap.width),
+        ("speed ", sta.speed_gts, cap.speed_gts),
+    ):
         if now is not None and most is not None and now < most:
             unit = "" if what.startswith("width") else " GT/s"
             out.append(

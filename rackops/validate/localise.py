@@ -122,13 +122,16 @@ class _Rules:
         for rec in self.of_kind("node") + self.of_kind("fleet"):
             for f in _fails(rec):
                 s = f["subject"]
+                key: Key
                 if s.get("node") is None:  # the fleet split with no majority: the rack's
                     key = ("fleet", f["code"], f["message"])
-                    self.culprits[key] = Culprit("fleet", None, f["message"], f.get("remediation") or "")
+                    self.culprits[key] = Culprit(
+                        "fleet", None, f["message"], f.get("remediation") or ""
+                    )
                     self.culprits[key].evidence.append({"step": rec["id"], **f})
                     continue
                 if s.get("gpu") is not None:
-                    key: Key = (s["node"], "gpu", s["gpu"])
+                    key = (s["node"], "gpu", s["gpu"])
                     kind = "gpu"
                 elif s.get("hca"):
                     key, kind = (s["node"], "hca", s["hca"]), "hca"

@@ -117,8 +117,9 @@ def _fleet(run: RunDir) -> dict[str, Any] | None:
         for i, key in enumerate(keys):
             by_profile: dict[str, Counter[str]] = defaultdict(Counter)
             for n, vals in nodes.items():
-                if vals[i] is not None:
-                    by_profile[profiles[n]][vals[i]] += 1
+                v = vals[i]
+                if v is not None:
+                    by_profile[profiles[n]][v] += 1
             cells: dict[str, dict[str, Any]] = {}
             differs = False
             for n, vals in sorted(nodes.items()):
@@ -144,8 +145,13 @@ def _fleet(run: RunDir) -> dict[str, Any] | None:
             "nodes": sorted(nodes),
         }
     except (KeyError, TypeError, IndexError, AttributeError, ValueError) as exc:
-        return {"how": f"fleet.json unreadable ({type(exc).__name__}): not shown", "facts": 0,
-                "rows": [], "more_rows": 0, "nodes": []}
+        return {
+            "how": f"fleet.json unreadable ({type(exc).__name__}): not shown",
+            "facts": 0,
+            "rows": [],
+            "more_rows": 0,
+            "nodes": [],
+        }
 
 
 def _run_json(run: RunDir) -> dict[str, Any]:

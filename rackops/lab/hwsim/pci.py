@@ -88,7 +88,17 @@ def _endpoint(bdf, cls, name, cap, sta, driver, numa):
         "\tStatus: Cap+ 66MHz- UDF- FastB2B- ParErr- DEVSEL=fast >TAbort- <TAbort- <MAbort- >SERR- <PERR- INTx-\n"
         "\tLatency: 0, Cache Line Size: 64 bytes\n\tNUMA node: %d\n"
         "%s%s\tKernel driver in use: %s\n\tKernel modules: %s\n\n"
-        % (bdf, cls, name, name, numa, _express(cls, cap, sta), _acs(ACS_OFF, ACS_OFF), driver, driver)
+        % (
+            bdf,
+            cls,
+            name,
+            name,
+            numa,
+            _express(cls, cap, sta),
+            _acs(ACS_OFF, ACS_OFF),
+            driver,
+            driver,
+        )
     )
 
 
@@ -108,16 +118,58 @@ def lspci(node, args):
         switched = i < SWITCHED
         if switched:
             acs = ACS_ON if node.fault("acs_enabled", gpu=i) else ACS_OFF
-            out.append(_bridge("0000:00:%02x.1" % (i + 1), ROOT, (0, b - 3, b + 1), "Root Port (Slot+)", _acs(ACS_OFF)))
-            out.append(_bridge("0000:%02x:00.0" % (b - 3), SWITCH, (b - 3, b - 2, b + 1), "Upstream Port", ""))
-            out.append(_bridge("0000:%02x:00.0" % (b - 2), SWITCH, (b - 2, b, b), "Downstream Port (Slot+)", _acs(acs)))
-            out.append(_bridge("0000:%02x:01.0" % (b - 2), SWITCH, (b - 2, b + 1, b + 1), "Downstream Port (Slot+)", _acs(ACS_OFF)))
+            out.append(
+                _bridge(
+                    "0000:00:%02x.1" % (i + 1),
+                    ROOT,
+                    (0, b - 3, b + 1),
+                    "Root Port (Slot+)",
+                    _acs(ACS_OFF),
+                )
+            )
+            out.append(
+                _bridge(
+                    "0000:%02x:00.0" % (b - 3), SWITCH, (b - 3, b - 2, b + 1), "Upstream Port", ""
+                )
+            )
+            out.append(
+                _bridge(
+                    "0000:%02x:00.0" % (b - 2),
+                    SWITCH,
+                    (b - 2, b, b),
+                    "Downstream Port (Slot+)",
+                    _acs(acs),
+                )
+            )
+            out.append(
+                _bridge(
+                    "0000:%02x:01.0" % (b - 2),
+                    SWITCH,
+                    (b - 2, b + 1, b + 1),
+                    "Downstream Port (Slot+)",
+                    _acs(ACS_OFF),
+                )
+            )
         if i in gpus:
             sta = link(node, "gpu", i, GPU_GTS)
-            out.append(_endpoint(gpu_bdf(i), "3D controller", GPU_NAME, (GPU_GTS, 16), sta, "nvidia", numa))
+            out.append(
+                _endpoint(gpu_bdf(i), "3D controller", GPU_NAME, (GPU_GTS, 16), sta, "nvidia", numa)
+            )
         if i < hcas:
             sta = link(node, "hca", "mlx5_%d" % i, HCA_GTS)
-            out.append(_endpoint(hca_bdf(i), "Infiniband controller" if node.hw["link_layer"] != "Ethernet" else "Ethernet controller", HCA_NAME, (HCA_GTS, 16), sta, "mlx5_core", numa))
+            out.append(
+                _endpoint(
+                    hca_bdf(i),
+                    "Infiniband controller"
+                    if node.hw["link_layer"] != "Ethernet"
+                    else "Ethernet controller",
+                    HCA_NAME,
+                    (HCA_GTS, 16),
+                    sta,
+                    "mlx5_core",
+                    numa,
+                )
+            )
     emit(node, "lspci", "".join(out))
     return 0
 

@@ -23,7 +23,9 @@ def _gpu_fields(node, g):
     vb = node.fault("vbios", gpu=g)
     pl = node.fault("power_limit", gpu=g)
     return {
-        "vbios": vb.get("version", "96.00.74.00.0D") if vb else node.hw.get("vbios", "96.00.74.00.1C"),
+        "vbios": vb.get("version", "96.00.74.00.0D")
+        if vb
+        else node.hw.get("vbios", "96.00.74.00.1C"),
         "power_limit": float(pl.get("watts", 500)) if pl else 700.0,
         "pcie.link.width.current_int": width,
         "index": str(g),

@@ -42,7 +42,9 @@ def fleet_json(
         "golden": {
             name: {
                 "node": p.golden.node,
-                "facts": {f"{d}/{k}": g.value for d, fs in p.golden.facts.items() for k, g in fs.items()},
+                "facts": {
+                    f"{d}/{k}": g.value for d, fs in p.golden.facts.items() for k, g in fs.items()
+                },
             }
             for name, p in profiles.items()
             if name in used and p.golden is not None
@@ -57,9 +59,7 @@ class FleetStage(StageBase):
         nodes = [n for n in plan.nodes if n not in unreachable]
         table = read_table(self.rundir, self.cluster, nodes)
         findings = judge(table, self.cluster, self.profiles)
-        goldens = sorted(
-            {p.golden.node for p in self.profiles.values() if p.golden is not None}
-        )
+        goldens = sorted({p.golden.node for p in self.profiles.values() if p.golden is not None})
         how = f"golden {', '.join(goldens)}" if goldens else "majority of the rack"
         facts = sum(len(f) for f in table.values())
         if not findings:
