@@ -71,6 +71,7 @@ def validate(inv: Path, run: Path, *extra: str) -> tuple[int, dict[str, Any]]:
         check=False,
     )
     assert "Traceback" not in proc.stderr, proc.stderr
+    assert (run / "report.json").exists(), f"exit {proc.returncode}: {proc.stderr[-3000:]}"
     return proc.returncode, json.loads((run / "report.json").read_text())
 
 

@@ -242,3 +242,32 @@ def test_a_setting_cut_from_one_nodes_table_is_named(
     missing = [f for f in by_majority(cut) if f.code == "FLEET-MISSING"]
     assert [(f.subject.node, f.subject.hca) for f in missing] == [("node08", "mlx5_0")]
     assert "7 of 8 nodes" in missing[0].message
+
+
+def test_a_hostile_value_is_a_marker_never_the_text() -> None:
+    """A node's tool output is untrusted: a 'version' of 10,000 characters or with control
+    characters is compared, stored and shown as a marker, which differs from any real one."""
+    from rackops.fleet.facts import _Out
+
+    out = _Out()
+    out.add("gpu0", "vbios", "9" * 10_000, "nvidia-smi -q -x")
+    out.add("gpu1", "vbios", "96.00\x1b[2J", "nvidia-smi -q -x")
+    assert [f.value for f in out.facts] == [
+        "<unreadable: 10000 characters>",
+        "<unreadable: 9 characters>",
+    ]
+
+
+def test_an_hca_below_its_capability_fails_with_no_sibling_to_compare(
+    table: dict[str, list[Fact]],
+) -> None:
+    """node04's mlx5_1 trained at x8 of x16: named on its own too, and once only when the
+    majority names it as well."""
+    cluster = _cluster()
+    base = load_profile("h100-sxm-roce400").profile
+    alone = judge({"node04": table["node04"]}, cluster, {base.name: base})
+    assert [(f.subject.hca, f.code, f.observed, f.expected) for f in alone] == [
+        ("mlx5_1", "FLEET-PCIE", "8", "16")
+    ]
+    rack = [f for f in judge(table, cluster, {base.name: base}) if f.subject.node == "node04"]
+    assert [(f.subject.hca, f.code) for f in rack] == [("mlx5_1", "FLEET-PCIE")]

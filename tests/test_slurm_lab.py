@@ -300,7 +300,7 @@ class TestFaultRack:
         facts = yaml.safe_load(golden.read_text())["golden"]["facts"]
         assert facts["mlx5_3"]["firmware"]["value"] == "28.41.1000"
         assert facts["gpu5"]["acs.0"]["value"] == "off"
-        assert facts["node"]["pkg.fabric_manager"]["value"].startswith("nvidia-fabricmanager")
+        assert facts["node"]["pkg.fabric_manager"]["value"].startswith("580.95.05")
         rc, report = validate(fault_rack, tmp_path / "run", "--limit", CLEAN)
         assert rc == 0 and report["verdict"] == "ACCEPTED"
         assert report["culprits"] == [] and report["errors"] == [] and report["warnings"] == []

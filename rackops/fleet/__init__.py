@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from rackops.findings import Finding
-from rackops.fleet.compare import against_floors, against_golden, by_majority
+from rackops.fleet.compare import against_floors, against_golden, below_capability, by_majority
 from rackops.fleet.facts import SOURCES, Fact, node_facts
 from rackops.inventory.model import Cluster
 from rackops.parsers import ParseError
@@ -74,4 +74,11 @@ def judge(
             out += by_majority(group)
         for node, facts in sorted(group.items()):
             out += against_floors(node, facts, profile.floors)
+    said = {(f.subject.node, f.subject.hca, f.code) for f in out}
+    for node, facts in sorted(table.items()):
+        out += [
+            f
+            for f in below_capability(node, facts)
+            if (f.subject.node, f.subject.hca, f.code) not in said
+        ]
     return out

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import ValidationError
 
 from rackops import __version__
 from rackops.errors import NotGolden, RackopsError
@@ -43,6 +44,17 @@ def blockers(rundir: RunDir, node: str) -> list[str]:
     return out
 
 
+def _golden(data: dict[str, Any]) -> Golden:
+    try:
+        return Golden.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        raise RackopsError(
+            f"the facts of {data['node']} do not make a golden profile: {where}: {err['msg']}"
+        ) from exc
+
+
 def golden_of(facts: list[Fact], node: str, run: Path) -> Golden:
     table: dict[str, dict[str, Any]] = {}
     for f in facts:
@@ -50,7 +62,7 @@ def golden_of(facts: list[Fact], node: str, run: Path) -> Golden:
         if f.where:
             entry["where"] = f.where
         table.setdefault(f.device, {})[f.name] = entry
-    return Golden.model_validate(
+    return _golden(
         {
             "node": node,
             "captured_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),

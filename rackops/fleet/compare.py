@@ -199,3 +199,33 @@ def against_floors(node: str, facts: Sequence[Fact], floors: Sequence[Floor]) ->
                         )
                     )
     return out
+
+
+def below_capability(node: str, facts: Sequence[Fact]) -> list[Finding]:
+    """An HCA whose PCIe link trained below what it and its slot are capable of, without
+    any sibling to compare with (a GPU's trained speed drops at idle; its width nvidia-smi
+    judges against the profile)."""
+    have = {f.key: f for f in facts}
+    out = []
+    for f in facts:
+        if f.device.startswith("gpu") or f.name not in ("pcie.width", "pcie.speed"):
+            continue
+        cap = have.get((f.device, f.name + "_max"))
+        try:
+            low = cap is not None and float(f.value) < float(cap.value)
+        except ValueError:
+            continue
+        if low and cap is not None:
+            out.append(
+                Finding(
+                    _code(f),
+                    Status.FAIL,
+                    subject(node, f.device, f.where),
+                    f"{f.device}: {_what(f)} {f.value}, capable of {cap.value} ({f.where}); "
+                    f"read by {f.source}",
+                    observed=f.value,
+                    expected=cap.value,
+                    remediation=_fix(f, f.device),
+                )
+            )
+    return out

@@ -181,6 +181,17 @@ def _num(v: float | int | None) -> str | None:
     return f"{v:g}" if isinstance(v, float) else str(v)
 
 
+MAX_VALUE = 128  # the longest fact a tool prints is a VBIOS or a package version list
+
+
+def _clean(value: str) -> str:
+    """A fact as compared, stored and shown: a value no tool prints (too long, control
+    characters) becomes a marker that differs from any real one, never the text itself."""
+    if len(value) > MAX_VALUE or not value.isprintable():
+        return f"<unreadable: {len(value)} characters>"
+    return value
+
+
 class _Out:
     def __init__(self) -> None:
         self.facts: list[Fact] = []
@@ -188,7 +199,7 @@ class _Out:
     def add(self, device: str, name: str, value: object, source: str, where: str = "") -> None:
         if value is None or value == "":
             return
-        self.facts.append(Fact(device, name, str(value), source, where))
+        self.facts.append(Fact(device, name, _clean(str(value)), source, _clean(where)))
 
 
 def _smi(out: _Out, smi: Any) -> dict[str, str]:

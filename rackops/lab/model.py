@@ -44,14 +44,19 @@ class LabState:
             str(self.inventory),
             str(self.key),
         )
-        (self.workdir / "state.json").write_text(json.dumps(data, indent=2) + "\n")
+        tmp = self.workdir / "state.json.tmp"  # whole or not at all: a killed `up` leaves
+        tmp.write_text(json.dumps(data, indent=2) + "\n")  # the previous state, never half
+        tmp.replace(self.workdir / "state.json")
 
     @classmethod
     def load(cls, workdir: Path) -> LabState | None:
         path = workdir / "state.json"
         if not path.exists():
             return None
-        data: dict[str, Any] = json.loads(path.read_text())
+        try:
+            data: dict[str, Any] = json.loads(path.read_text())
+        except ValueError:  # cut by a crash of an older rackops: down sweeps by name
+            return None
         nodes = [
             LabNode(**{**n, "rails": {int(k): v for k, v in n["rails"].items()}})
             for n in data.pop("nodes")

@@ -262,14 +262,16 @@ def down(state: LabState | None) -> list[str]:
     """Power every target off (clean systemd shutdown), then remove bridges and veths."""
     removed = []
     pids = []
-    for node in state.nodes if state else []:
-        if node.container.isdigit():
-            try:
-                os.kill(int(node.container), signal.SIGTERM)
-                pids.append(int(node.container))
-                removed.append(f"{PREFIX}-{node.name}")
-            except ProcessLookupError:
-                pass
+    known = {
+        int(n.container): n.name for n in (state.nodes if state else []) if n.container.isdigit()
+    }
+    for pid in sorted(set(known) | set(_targets_running())):  # a state cut by a killed `up`
+        try:
+            os.kill(pid, signal.SIGTERM)
+            pids.append(pid)
+            removed.append(f"{PREFIX}-{known.get(pid, pid)}")
+        except ProcessLookupError:
+            pass
     deadline = time.monotonic() + 30
     for pid in pids:
         while _alive(pid) and time.monotonic() < deadline:
@@ -284,6 +286,25 @@ def down(state: LabState | None) -> list[str]:
     if left:
         raise LabError(f"could not remove: {', '.join(left)}")
     return removed
+
+
+def _targets_running() -> list[int]:
+    """The systemd-nspawn processes of this machine's lab targets (``--machine=PREFIX-…``)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if (
+            argv
+            and argv[0].endswith(b"systemd-nspawn")
+            and any(a.startswith(f"--machine={PREFIX}-".encode()) for a in argv)
+        ):
+            found.append(int(proc.name))
+    return found
 
 
 def _links() -> list[str]:
