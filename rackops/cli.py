@@ -454,6 +454,8 @@ def _cmd_provision(args: argparse.Namespace) -> int:
         *args.ansible_args,
     ]
     print("rackops: " + " ".join(cmd), file=sys.stderr)
+    import rackops.inventory.loader  # noqa: F401  (sets ANSIBLE_INVENTORY_IGNORE_REGEX: profiles/, suites/)
+
     env = dict(os.environ, ANSIBLE_ROLES_PATH=roles, ANSIBLE_COLLECTIONS_PATH=_collections_path())
     return subprocess.run(cmd, check=False, env=env).returncode
 

@@ -271,3 +271,51 @@ def test_an_hca_below_its_capability_fails_with_no_sibling_to_compare(
     ]
     rack = [f for f in judge(table, cluster, {base.name: base}) if f.subject.node == "node04"]
     assert [(f.subject.hca, f.code) for f in rack] == [("mlx5_1", "FLEET-PCIE")]
+
+
+@pytest.mark.parametrize(
+    ("block", "watts"),
+    [
+        # R535+ (gpu_power_readings) and older drivers (power_readings: the enforced limit)
+        (
+            "<gpu_power_readings><current_power_limit>700.00 W</current_power_limit>"
+            "<default_power_limit>700.00 W</default_power_limit></gpu_power_readings>",
+            700.0,
+        ),
+        (
+            "<power_readings><power_limit>250.00 W</power_limit><default_power_limit>300.00 W"
+            "</default_power_limit><enforced_power_limit>190.00 W</enforced_power_limit>"
+            "</power_readings>",
+            190.0,
+        ),
+    ],
+)
+def test_the_power_limit_in_force_is_read_from_either_layout(block: str, watts: float) -> None:
+    xml = (
+        '<?xml version="1.0" ?><nvidia_smi_log><driver_version>550.54.15</driver_version>'
+        f'<attached_gpus>1</attached_gpus><gpu id="00000000:18:00.0">{block}</gpu></nvidia_smi_log>'
+    )
+    (gpu,) = parse("nvidia-smi-xml", xml).gpus
+    assert gpu.power_limit_w == watts
+
+
+@pytest.mark.parametrize("with_profile", [True, False])
+def test_an_inventorys_profiles_and_suites_are_not_read_as_inventory(
+    tmp_path: Path, with_profile: bool
+) -> None:
+    """`<inventory>/profiles/` (where a golden profile goes) and `suites/`: Ansible parses
+    every file of an inventory directory as inventory unless told not to."""
+    import shutil
+
+    inv = tmp_path / "inv"
+    shutil.copytree("inventories/example-roce", inv)
+    (inv / "profiles").mkdir()
+    (inv / "suites").mkdir()
+    if with_profile:
+        shutil.copy("validators/profiles/h100-sxm-roce400.yaml", inv / "profiles")
+    result = load_inventory(str(inv))
+    cluster = result.raise_for_errors()
+    assert [n.name for n in cluster.nodes] == ["node01", "node02", "node03", "node04"]
+    assert not {"gpu", "hca", "thresholds", "phy"} & set(
+        result.hostvars["node01"].values.get("group_names", [])
+    )

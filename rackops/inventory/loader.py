@@ -45,6 +45,12 @@ from rackops.names import host_name_problem, ssh_args_problem
 from rackops.profiles import LoadedProfile, available_profiles, find_profile, load_profile_file
 
 # Quiet ansible-core before it is imported: rackops reports problems itself.
+# an inventory directory's profiles/ and suites/ are rackops' (profiles and suites that win
+# over the built-in ones), never inventory sources Ansible should parse
+INVENTORY_IGNORE = ("^profiles$", "^suites$")
+os.environ["ANSIBLE_INVENTORY_IGNORE_REGEX"] = ",".join(
+    [*filter(None, [os.environ.get("ANSIBLE_INVENTORY_IGNORE_REGEX")]), *INVENTORY_IGNORE]
+)
 os.environ.setdefault("ANSIBLE_LOCALHOST_WARNING", "False")
 os.environ.setdefault("ANSIBLE_INVENTORY_UNPARSED_WARNING", "False")
 os.environ.setdefault("ANSIBLE_DEPRECATION_WARNINGS", "False")
