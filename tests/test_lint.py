@@ -91,7 +91,32 @@ def design(
     return lambda r: r.set(file, key, value)
 
 
+def floor(component: str, minimum: str) -> Callable[[Rack], None]:
+    """The rack's profile, copied beside the inventory, with a version floor."""
+
+    def mutate(r: Rack) -> None:
+        (r.path / "profiles").mkdir(exist_ok=True)
+        src = Path(__file__).parent.parent / "validators" / "profiles" / "h100-sxm-ndr.yaml"
+        (r.path / "profiles" / "h100-sxm-ndr.yaml").write_text(src.read_text())
+        item = {
+            "component": component,
+            "min": minimum,
+            "reason": "CVE-2099-0001 in the driver",
+            "source": "https://example.invalid/bulletin",
+        }
+        r.set("profiles/h100-sxm-ndr.yaml", "floors", [item])
+
+    return mutate
+
+
 CASES = [
+    Case(
+        "VER001",
+        "example-ib",
+        floor("driver", "580.100.01"),
+        "VER001",
+        ("580.95.05", "580.100.01", "CVE-2099-0001", "rackops_versions.driver"),
+    ),
     Case(
         "INV001-tuning",
         "example-roce",

@@ -559,6 +559,27 @@ def fabric_manager(ctx: Context) -> Iterator[Diagnostic]:
         )
 
 
+@rule("VER001", "the pinned versions are at or above the profile's version floors")
+def version_floors(ctx: Context) -> Iterator[Diagnostic]:
+    """A pin below a floor would be provisioned, then failed by validate: say it first."""
+    from rackops.fleet.compare import below
+
+    v = ctx.cluster.versions
+    pinned = {"driver": v.driver, "fabric_manager": v.fabric_manager, "ofed": v.ofed}
+    for name, lp in sorted(ctx.result.profiles.items()):
+        for floor in lp.profile.floors:
+            value = pinned.get(floor.component)
+            if value is not None and below(value, floor.min):
+                yield ctx.design(
+                    "VER001",
+                    E,
+                    f"{floor.component} {value} is pinned, below profile {name}'s floor "
+                    f"{floor.min}: {floor.reason} ({floor.source}) — pin {floor.min} or later",
+                    "rackops_versions",
+                    floor.component,
+                )
+
+
 _register_shared()
 
 # ------------------------------------------------------------ rendered configs
