@@ -139,8 +139,19 @@ class Floor(_Strict):
         return v
 
     min: str = Field(min_length=1, max_length=64, pattern=r"^[0-9A-Za-z][0-9A-Za-z._+~-]*$")
+    branch: str | None = Field(
+        default=None,
+        max_length=64,
+        pattern=r"^[0-9A-Za-z][0-9A-Za-z._+~-]*$",
+        description="the leading version fields it applies to: a driver branch 580, a "
+        "firmware train 28.43, an OFED release 24.10 (bulletins fix each branch apart)",
+    )
     reason: str = Field(min_length=1, max_length=512, description="what is wrong below it")
     source: str = Field(min_length=1, max_length=512, description="bulletin, CVE id, notes URL")
+
+    def applies(self, version: str) -> bool:
+        b = self.branch
+        return b is None or version == b or version.startswith((b + ".", b + "-"))
 
 
 class Profile(_Strict):

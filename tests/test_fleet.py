@@ -319,3 +319,22 @@ def test_an_inventorys_profiles_and_suites_are_not_read_as_inventory(
     assert not {"gpu", "hca", "thresholds", "phy"} & set(
         result.hostvars["node01"].values.get("group_names", [])
     )
+
+
+def test_floors_per_branch() -> None:
+    """A bulletin fixes each driver branch apart: a 535 driver is held to the 535 floor, a
+    580 one to the 580 floor, and a branch no floor names is a WARN, never a pass."""
+    src = "https://nvidia.custhelp.com/app/answers/detail/a_id/5821"
+    floors = [
+        Floor(component="driver", branch="580", min="580.159.03", reason="EoP", source=src),
+        Floor(component="driver", branch="535", min="535.309.01", reason="EoP", source=src),
+    ]
+
+    def verdict(driver: str) -> list[tuple[str, Status]]:
+        got = against_floors("n1", [Fact("node", "driver", driver, "nvidia-smi -q -x")], floors)
+        return [(f.code, f.status) for f in got]
+
+    assert verdict("580.159.03") == [] and verdict("535.309.01") == []
+    assert verdict("580.95.05") == [("FLEET-FLOOR", Status.FAIL)]
+    assert verdict("535.288.01") == [("FLEET-FLOOR", Status.FAIL)]
+    assert verdict("550.163.01") == [("FLEET-FLOOR", Status.WARN)]

@@ -178,23 +178,42 @@ FLOOR_FACTS = {k.floor: name for name, k in KINDS.items() if k.floor}
 
 
 def against_floors(node: str, facts: Sequence[Fact], floors: Sequence[Floor]) -> list[Finding]:
+    """Each version below the floor of its branch: FAIL quoting the reason and source. A
+    version of a branch no floor of its component names, where the floors are per branch,
+    is a WARN (the bulletins cited list no fix for that branch)."""
     out: list[Finding] = []
+    by_fact: dict[str, list[Floor]] = defaultdict(list)
     for floor in floors:
-        name = FLOOR_FACTS[floor.component]
-        for f in facts:
-            if f.name != name:
-                continue
-            for value in f.value.split(","):  # a package fact may list several
-                if below(value.split()[-1], floor.min):
+        by_fact[FLOOR_FACTS[floor.component]].append(floor)
+    for f in facts:
+        for value in f.value.split(",") if f.name in by_fact else ():  # packages: several
+            version = value.split()[-1] if value.split() else value
+            scoped = by_fact[f.name]
+            applicable = [fl for fl in scoped if fl.applies(version)]
+            if not applicable:
+                branches = ", ".join(sorted({fl.branch or "" for fl in scoped}))
+                out.append(
+                    Finding(
+                        "FLEET-FLOOR",
+                        Status.WARN,
+                        subject(node, f.device),
+                        f"{_who(f.device)}{_what(f)} {version}: no floor of the profile covers "
+                        f"its branch (floors for {branches}): not checked against the "
+                        "bulletins it cites",
+                        remediation="move to a branch the floors name, or add its floor",
+                    )
+                )
+            for floor in applicable:
+                if below(version, floor.min):
                     out.append(
                         Finding(
                             "FLEET-FLOOR",
                             Status.FAIL,
                             subject(node, f.device),
-                            f"{_who(f.device)}{_what(f)} {value} is below the floor "
+                            f"{_who(f.device)}{_what(f)} {version} is below the floor "
                             f"{floor.min}: {floor.reason} ({floor.source})",
                             remediation=f"upgrade to {floor.min} or later: {_fix(f, f.device)}",
-                            observed=value,
+                            observed=version,
                             expected=f">= {floor.min}",
                         )
                     )

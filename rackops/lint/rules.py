@@ -569,7 +569,7 @@ def version_floors(ctx: Context) -> Iterator[Diagnostic]:
     for name, lp in sorted(ctx.result.profiles.items()):
         for floor in lp.profile.floors:
             value = pinned.get(floor.component)
-            if value is not None and below(value, floor.min):
+            if value is not None and floor.applies(value) and below(value, floor.min):
                 yield ctx.design(
                     "VER001",
                     E,
