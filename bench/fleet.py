@@ -4,7 +4,7 @@ slowest fleet tool's own run time on a node.
 
     sudo .venv/bin/python bench/fleet.py --nodes 8 16 32
 
-One nspawn lab of the largest size, provisioned (stand-in hardware, host tuning); for each size a
+One podman lab of the largest size, provisioned (stand-in hardware, host tuning); for each size a
 `rackops validate --suite fleet --limit ...` over SSH (the node checks run for real on the
 targets), then, on that run directory: the fleet stage alone (parse every saved output,
 judge by majority, then against a golden profile captured from node01), and the capture
@@ -96,7 +96,7 @@ def main() -> int:
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="rackops-bench-fleet-"))
     inv = tmp / "inv"
-    lab.up(nodes=max(args.nodes), inventory=str(inv), engine_name="nspawn")
+    lab.up(nodes=max(args.nodes), inventory=str(inv))  # podman: 32 nspawn boots time out here
     try:
         tags = ("--tags", "net_mtu,hugepages,irq_affinity,roce_host_qos")
         for play, extra in (("lab-hardware.yml", ()), ("provision.yml", tags)):
