@@ -44,7 +44,7 @@ NAMED = {
     ("node02", "mlx5_3", "firmware"),
     ("node03", "gpu2", "vbios"),
     ("node04", "mlx5_1", "pcie.width"),
-    ("node05", "gpu5", "acs.0"),
+    ("node05", "gpu5", "acs.mlx5_5.0"),
     ("node06", "mlx5_6", "mlxconfig.ATS_ENABLED"),
     ("node07", "gpu0", "power_limit_w"),
 }
@@ -131,11 +131,11 @@ def test_a_clean_node_has_every_kind_of_fact(table: dict[str, list[Fact]]) -> No
         "psid",
         "pcie.width",
         "pcie.speed_max",
-        "acs.0",
+        "acs.mlx5_0.0",
         "mlxconfig.ATS_ENABLED",
         "mlxconfig.LINK_TYPE_P1",
         "numa",
-        "topo",
+        "topo.mlx5_0",
     ):
         assert want in names, want
     assert len(table["node01"]) > 150
@@ -267,7 +267,7 @@ def test_an_hca_below_its_capability_fails_with_no_sibling_to_compare(
     base = load_profile("h100-sxm-roce400").profile
     alone = judge({"node04": table["node04"]}, cluster, {base.name: base})
     assert [(f.subject.hca, f.code, f.observed, f.expected) for f in alone] == [
-        ("mlx5_1", "FLEET-PCIE", "8", "16")
+        ("mlx5_1", "PCIE-001", "8", "16")
     ]
     rack = [f for f in judge(table, cluster, {base.name: base}) if f.subject.node == "node04"]
     assert [(f.subject.hca, f.code) for f in rack] == [("mlx5_1", "FLEET-PCIE")]
@@ -338,3 +338,38 @@ def test_floors_per_branch() -> None:
     assert verdict("580.95.05") == [("FLEET-FLOOR", Status.FAIL)]
     assert verdict("535.288.01") == [("FLEET-FLOOR", Status.FAIL)]
     assert verdict("550.163.01") == [("FLEET-FLOOR", Status.WARN)]
+
+
+def test_a_gen5_card_in_a_gen4_slot_is_no_fault(tmp_path: Path) -> None:
+    """The link's capability is the lower of the card's and its upstream port's: a whole
+    rack of ConnectX-7 (Gen5) behind Gen4 switch ports trains at 16 GT/s, correctly."""
+    cluster = _cluster()
+    base = load_profile("h100-sxm-roce400").profile
+    table = {}
+    for n in NODES[:4]:
+        out = _outputs(n, [], tmp_path)
+        text = _run(lspci, Node({"hardware": {"link_layer": "Ethernet"}}, n), ["-vvv"])
+        gen4 = text.replace("Speed 32GT/s, Width x16, ASPM", "Speed 16GT/s, Width x16, ASPM")
+        # the ports capable of Gen4 only, the cards still Gen5: each card trains at Gen4
+        blocks = gen4.split("\n\n")
+        for i, b in enumerate(blocks):
+            if ("Infiniband" in b or "Ethernet controller" in b) and "MT2910" in b:
+                blocks[i] = b.replace(
+                    "LnkCap:\tPort #0, Speed 16GT/s", "LnkCap:\tPort #0, Speed 32GT/s"
+                ).replace("LnkSta:\tSpeed 32GT/s", "LnkSta:\tSpeed 16GT/s")
+        out["lspci"] = parse("lspci", "\n\n".join(blocks))
+        table[n] = node_facts(cluster.node(n), out)
+    speeds = {
+        f.value for f in table["node01"] if f.device == "mlx5_0" and f.name.startswith("pcie.speed")
+    }
+    assert speeds == {"16"}
+    assert judge(table, cluster, {base.name: base}) == []
+
+
+def test_a_split_of_five_against_three_is_a_split() -> None:
+    facts = {
+        n: [Fact("mlx5_0", "firmware", "28.41.1000" if i < 5 else "28.39.1002", "ibv_devinfo")]
+        for i, n in enumerate(NODES)
+    }
+    (f,) = by_majority(facts)
+    assert f.subject.node is None and "5 have 28.41.1000" in f.message

@@ -299,7 +299,7 @@ class TestFaultRack:
         assert proc.returncode == 0, proc.stdout + proc.stderr
         facts = yaml.safe_load(golden.read_text())["golden"]["facts"]
         assert facts["mlx5_3"]["firmware"]["value"] == "28.41.1000"
-        assert facts["gpu5"]["acs.0"]["value"] == "off"
+        assert facts["gpu5"]["acs.mlx5_5.0"]["value"] == "off"
         assert facts["node"]["pkg.fabric_manager"]["value"].startswith("580.95.05")
         rc, report = validate(fault_rack, tmp_path / "run", "--limit", CLEAN)
         assert rc == 0 and report["verdict"] == "ACCEPTED"
@@ -329,7 +329,7 @@ class TestFaultRack:
             fw = next(c for c in report["culprits"] if c["hca"] == "mlx5_3")
             assert "firmware 28.39.1002, golden 28.41.1000 (node01)" in fw["message"]
             rows = {r["fact"] for r in report["fleet"]["rows"]}
-            assert {"mlx5_3/firmware", "gpu2/vbios", "gpu5/acs.0"} <= rows
+            assert {"mlx5_3/firmware", "gpu2/vbios", "gpu5/acs.mlx5_5.0"} <= rows
             html = (tmp_path / "golden" / "report.html").read_text()
             assert 'id="fleet"' in html and "28.39.1002" in html
             golden_path(fault_rack).unlink()

@@ -74,11 +74,9 @@ def judge(
             out += by_majority(group)
         for node, facts in sorted(group.items()):
             out += against_floors(node, facts, profile.floors)
-    said = {(f.subject.node, f.subject.hca, f.code) for f in out}
+    said = {(f.subject.node, f.subject.hca) for f in out if f.code == "FLEET-PCIE"}
     for node, facts in sorted(table.items()):
         out += [
-            f
-            for f in below_capability(node, facts)
-            if (f.subject.node, f.subject.hca, f.code) not in said
+            f for f in below_capability(node, facts) if (f.subject.node, f.subject.hca) not in said
         ]
     return out

@@ -33,13 +33,15 @@ MAX_BLOCKERS = 20  # findings quoted when a node is refused
 
 def blockers(rundir: RunDir, node: str) -> list[str]:
     """What keeps ``node`` from being golden in this run: its FAIL and ERROR findings and
-    those of the pairs it was in, the fleet's own differences aside."""
+    those of the pairs it was in; a difference from the siblings or an older golden aside,
+    never a version floor or a link below its capability."""
     out = []
     for rec in rundir.records():
         for f in rec["findings"]:
             subj = f["subject"]
             mine = subj.get("node") == node or rec.get("node") == node
-            if f["status"] in ("FAIL", "ERROR") and mine and not f["code"].startswith("FLEET-"):
+            compared = f["code"].startswith("FLEET-") and f["code"] != "FLEET-FLOOR"
+            if f["status"] in ("FAIL", "ERROR") and mine and not compared:
                 out.append(f"{f['status']} {f['code']} {short(f['message'], 160)}")
     return out
 

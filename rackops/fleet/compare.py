@@ -96,9 +96,10 @@ def _nodes(names: Iterable[str], limit: int = 6) -> str:
 
 
 def by_majority(table: Table) -> list[Finding]:
-    """Without a golden node: each fact compared across the nodes that have it. A node whose
-    value differs from a strict majority is named with the count; a fact with no strict
-    majority is one rack-wide finding (the rack is split), never one per node."""
+    """Without a golden node: each fact compared across the nodes that have it. Nodes whose
+    value differs from the others are named with the count while they are a few (at most a
+    quarter, and one of three); more than that and the rack is split: one rack-wide
+    finding listing the groups, never one per node."""
     values: dict[tuple[str, str], dict[str, Fact]] = defaultdict(dict)
     read: dict[tuple[str, str], set[str]] = defaultdict(set)  # (device, command) → nodes
     for node, facts in table.items():
@@ -123,7 +124,7 @@ def by_majority(table: Table) -> list[Finding]:
         if len(counts) == 1:
             continue
         top, c = counts.most_common(1)[0]
-        if 2 * c > n:
+        if n - c <= max(1, n // 4):  # a few odd ones out: named; more, the rack is split
             for node, f in sorted(per_node.items()):
                 if f.value == top:
                     continue
@@ -221,9 +222,9 @@ def against_floors(node: str, facts: Sequence[Fact], floors: Sequence[Floor]) ->
 
 
 def below_capability(node: str, facts: Sequence[Fact]) -> list[Finding]:
-    """An HCA whose PCIe link trained below what it and its slot are capable of, without
-    any sibling to compare with (a GPU's trained speed drops at idle; its width nvidia-smi
-    judges against the profile)."""
+    """An HCA whose PCIe link trained below what it and its slot are capable of (PCIE-001,
+    the lspci check's rule, here with the HCA's name), without any sibling to compare
+    with. A GPU's trained speed drops at idle; its width nvidia-smi judges."""
     have = {f.key: f for f in facts}
     out = []
     for f in facts:
@@ -237,7 +238,7 @@ def below_capability(node: str, facts: Sequence[Fact]) -> list[Finding]:
         if low and cap is not None:
             out.append(
                 Finding(
-                    _code(f),
+                    "PCIE-001",
                     Status.FAIL,
                     subject(node, f.device, f.where),
                     f"{f.device}: {_what(f)} {f.value}, capable of {cap.value} ({f.where}); "

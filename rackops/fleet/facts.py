@@ -224,6 +224,18 @@ def _smi(out: _Out, smi: Any) -> dict[str, str]:
     return bdfs
 
 
+def link_capable(lspci: Any, d: Any) -> tuple[float | None, int | None]:
+    """What a device's link can train at: the lower of the card's capability and its
+    upstream port's (a Gen5 card in a Gen4 slot trains at Gen4, and that is no fault)."""
+    caps = [d.link_cap]
+    parent = lspci.parent(d.bdf)
+    if parent is not None and not parent.caps_denied:
+        caps.append(parent.link_cap)
+    speeds = [c.speed_gts for c in caps if c is not None and c.speed_gts is not None]
+    widths = [c.width for c in caps if c is not None and c.width is not None]
+    return (min(speeds) if speeds else None, min(widths) if widths else None)
+
+
 def _pcie(out: _Out, lspci: Any, dev: str, bdf: str) -> None:
     d = lspci.device(bdf)
     if d is None or d.caps_denied:
@@ -232,9 +244,9 @@ def _pcie(out: _Out, lspci: Any, dev: str, bdf: str) -> None:
     if d.link_sta is not None:
         out.add(dev, "pcie.speed", _num(d.link_sta.speed_gts), src, bdf)
         out.add(dev, "pcie.width", _num(d.link_sta.width), src, bdf)
-    if d.link_cap is not None:
-        out.add(dev, "pcie.speed_max", _num(d.link_cap.speed_gts), src, bdf)
-        out.add(dev, "pcie.width_max", _num(d.link_cap.width), src, bdf)
+    speed, width = link_capable(lspci, d)
+    out.add(dev, "pcie.speed_max", _num(speed), src, bdf)
+    out.add(dev, "pcie.width_max", _num(width), src, bdf)
 
 
 def acs_state(bridge: Any) -> str:
@@ -256,7 +268,8 @@ def _lspci(out: _Out, lspci: Any, node: Node, gpus: dict[str, str], hcas: dict[s
         if lspci.device(gpus[gpu]) is None or lspci.device(hbdf) is None:
             continue
         for i, bridge in enumerate(lspci.path_between(gpus[gpu], hbdf)):
-            out.add(gpu, f"acs.{i}", acs_state(bridge), "lspci -vvv", bridge.bdf)
+            if not bridge.caps_denied:  # not root: unknown, never "none" (lspci says so)
+                out.add(gpu, f"acs.{h.device}.{i}", acs_state(bridge), "lspci -vvv", bridge.bdf)
 
 
 def node_facts(node: Node, parsed: Mapping[str, Any]) -> list[Fact]:
@@ -322,8 +335,6 @@ def _topo(out: _Out, topo: Any, node: Node) -> None:
         gpu = f"GPU{h.gpu}"
         label = nic.get(h.device, h.device)
         rel = topo.matrix.get(gpu, {}).get(label)
-        out.add(
-            gpu_device(h.gpu), "topo", f"{h.device}:{rel}" if rel else None, "nvidia-smi topo -m"
-        )
+        out.add(gpu_device(h.gpu), f"topo.{h.device}", rel, "nvidia-smi topo -m")
         numa = topo.numa_affinity.get(gpu)
         out.add(gpu_device(h.gpu), "numa", numa, "nvidia-smi topo -m")

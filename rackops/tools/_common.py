@@ -6,6 +6,22 @@ from rackops.errors import RackopsError
 from rackops.inventory.model import Cluster, Node
 from rackops.tools.base import Context
 
+# dmidecode lives in /usr/sbin (and lspci too on RHEL), which the PATH of a plain SSH command
+# or of Slurm's HealthCheckProgram may not hold: run them with the sbin directories added
+SBIN = 'PATH="$PATH:/usr/sbin:/sbin" exec "$0" "$@"'
+
+
+def with_sbin(*argv: str) -> tuple[str, ...]:
+    """``argv`` run through ``sh -c``, with /usr/sbin and /sbin on PATH."""
+    return ("sh", "-c", SBIN, *argv)
+
+
+def program_of(argv: tuple[str, ...] | list[str]) -> str:
+    """The program a command runs (the one :func:`with_sbin` wraps)."""
+    if len(argv) > 3 and tuple(argv[:3]) == ("sh", "-c", SBIN):
+        return argv[3]
+    return argv[0] if argv else ""
+
 
 def needs_node(ctx: Context, tool: str) -> Node:
     if ctx.node is None:

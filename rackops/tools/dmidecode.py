@@ -8,13 +8,14 @@ from rackops.findings import Finding, Status, Subject
 from rackops.inventory.model import Cluster
 from rackops.parsers.dmidecode import parse_dmidecode
 from rackops.suites import Suite
+from rackops.tools._common import with_sbin
 from rackops.tools.base import Binary, Context, NodeCheck, Tool
 
 
 def plan(suite: Suite, cluster: Cluster) -> list[NodeCheck]:
     if not suite.checks.fleet:
         return []
-    argv = ("dmidecode", "-t", "bios", "-t", "system")
+    argv = with_sbin("dmidecode", "-t", "bios", "-t", "system")
     return [NodeCheck("dmidecode", "dmidecode", argv, 30, 1)]
 
 

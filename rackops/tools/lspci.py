@@ -10,24 +10,25 @@ from rackops.findings import Finding, Status, Subject
 from rackops.inventory.model import Cluster
 from rackops.parsers.lspci import parse_lspci
 from rackops.suites import Suite
+from rackops.tools._common import with_sbin
 from rackops.tools.base import Binary, Context, NodeCheck, Tool
 
 
 def plan(suite: Suite, cluster: Cluster) -> list[NodeCheck]:
     if not suite.checks.fleet:
         return []
-    return [NodeCheck("lspci", "lspci", ("lspci", "-vvv"), 60, 2)]
+    return [NodeCheck("lspci", "lspci", with_sbin("lspci", "-vvv"), 60, 2)]
 
 
-def _link(d: Any, subj: Subject) -> list[Finding]:
-    cap, sta = d.link_cap, d.link_sta
-    if cap is None or sta is None:
+def _link(parsed: Any, d: Any, subj: Subject) -> list[Finding]:
+    from rackops.fleet.facts import link_capable
+
+    sta = d.link_sta
+    speed, width = link_capable(parsed, d)
+    if sta is None:
         return []
     out = []
-    for what, now, most in (
-        ("width x", sta.width, cap.width),
-        ("speed ", sta.speed_gts, cap.speed_gts),
-    ):
+    for what, now, most in (("width x", sta.width, width), ("speed ", sta.speed_gts, speed)):
         if now is not None and most is not None and now < most:
             unit = "" if what.startswith("width") else " GT/s"
             out.append(
@@ -35,14 +36,19 @@ def _link(d: Any, subj: Subject) -> list[Finding]:
                     "PCIE-001",
                     Status.FAIL,
                     subj,
-                    f"HCA {d.bdf} PCIe link trained at {what}{now:g}{unit}, capable of "
-                    f"{what}{most:g}{unit}",
+                    f"HCA {d.bdf} PCIe link trained at {what}{now:g}{unit}, it and its slot "
+                    f"capable of {what}{most:g}{unit}",
                     observed=now,
                     expected=most,
                     remediation="reseat the card, check the riser and slot; then reboot",
                 )
             )
     return out
+
+
+# a node has at most 72 GPUs (GB200 NVL72 tray sets: 4) and a few dozen HCAs: more is not a
+# node's output, and the GPU x HCA path walk below must stay bounded
+MAX_JUDGED = 128
 
 
 def check(parsed: Any, ctx: Context, node: str | None) -> list[Finding]:
@@ -59,6 +65,17 @@ def check(parsed: Any, ctx: Context, node: str | None) -> list[Finding]:
         ]
     out: list[Finding] = []
     judged = [d for d in parsed.devices if d.kind in ("gpu", "hca")]
+    if len(judged) > MAX_JUDGED:
+        return [
+            Finding(
+                "PCIE-000",
+                Status.ERROR,
+                subj,
+                f"lspci lists {len(judged)} GPUs and HCAs, more than {MAX_JUDGED}: not a node's "
+                "output, not judged",
+                remediation="capture lspci -vvv of one node",
+            )
+        ]
     if any(d.caps_denied for d in judged):
         out.append(
             Finding(
@@ -71,7 +88,7 @@ def check(parsed: Any, ctx: Context, node: str | None) -> list[Finding]:
         )
     for d in judged:
         if d.kind == "hca":  # a GPU's speed drops at idle; its width nvidia-smi judges
-            out += _link(d, Subject(node=node, bus_id=d.bdf))
+            out += _link(parsed, d, Subject(node=node, bus_id=d.bdf))
     out += _acs(parsed, ctx, node)
     return out or [Finding("PCIE-000", Status.OK, subj, f"{len(judged)} GPU/HCA links as capable")]
 

@@ -40,7 +40,7 @@ def check(parsed: Any, ctx: Context, node: str | None) -> list[Finding]:
     out = []
     if ctx.cluster is not None:
         want, shown = LINK_TYPE[ctx.cluster.fabric.type]
-        for key in ("LINK_TYPE_P1", "LINK_TYPE_P2"):
+        for key in ("LINK_TYPE_P1",):  # the cabled port; a second one may be storage
             value = dev.value(key)
             if value is not None and canonical(value) != want:
                 out.append(

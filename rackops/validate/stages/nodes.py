@@ -12,6 +12,7 @@ from typing import Any
 from rackops.findings import Finding, Status, Subject, worst
 from rackops.tools import get as get_tool
 from rackops.tools import judge_live
+from rackops.tools._common import program_of
 from rackops.validate.executor import (
     CommandResult,
 )
@@ -173,7 +174,7 @@ class NodeStage(StageBase):
                     "RUN-MISSING",
                     Status.ERROR,
                     subj,
-                    f"{result.argv[0]} is not installed ({result.stderr.strip()})",
+                    f"{program_of(result.argv)} is not installed ({result.stderr.strip()})",
                     remediation="run the provisioning playbook for this tool",
                 )
             ]
