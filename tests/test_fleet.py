@@ -373,3 +373,47 @@ def test_a_split_of_five_against_three_is_a_split() -> None:
     }
     (f,) = by_majority(facts)
     assert f.subject.node is None and "5 have 28.41.1000" in f.message
+
+
+def test_acs_that_redirects_nothing_is_no_difference(tmp_path: Path) -> None:
+    """Only ReqRedir/CmpltRedir/EgressCtrl send GPUDirect through the root complex (the
+    lspci rule): SrcValid+ alone on one node's bridge is not a difference."""
+    cluster = _cluster()
+    base = load_profile("h100-sxm-roce400").profile
+    table = {n: node_facts(cluster.node(n), _outputs(n, [], tmp_path)) for n in NODES[:3]}
+    node = Node({"hardware": {"link_layer": "Ethernet"}}, "node03")
+    root, downstream, rest = _run(lspci, node, ["-vvv"]).split("ACSCtl:", 2)
+    # the second ACS control is the switch port above GPU 0, on its path to mlx5_0
+    text = "ACSCtl:".join([root, downstream, rest.replace("SrcValid-", "SrcValid+", 1)])
+    out = _outputs("node03", [], tmp_path)
+    out["lspci"] = parse("lspci", text)
+    table["node03"] = node_facts(cluster.node("node03"), out)
+    assert judge(table, cluster, {base.name: base}) == []
+
+
+def test_names_and_versions_from_a_node_are_not_trusted() -> None:
+    """An HCA the inventory does not name is no fact (it could be called 'gpu3'); a -dev
+    package is not the runtime's version; a version that is not a number fails a floor."""
+    cluster = _cluster()
+    ibv = parse(
+        "ibv_devinfo",
+        "hca_id:\tgpu3\n\ttransport:\t\t\tInfiniBand (0)\n\tfw_ver:\t\t\t\t1.0\n"
+        "\tnode_guid:\t\t\t0000:0000:0000:0000\n\tsys_image_guid:\t\t\t0000:0000:0000:0000\n"
+        "\tvendor_id:\t\t\t0x02c9\n\tvendor_part_id:\t\t\t4129\n\thw_ver:\t\t\t\t0x0\n"
+        "\tboard_id:\t\t\tMT_1\n\tphys_port_cnt:\t\t\t1\n\t\tport:\t1\n"
+        "\t\t\tstate:\t\t\tPORT_ACTIVE (4)\n\t\t\tmax_mtu:\t\t4096 (5)\n"
+        "\t\t\tactive_mtu:\t\t4096 (5)\n\t\t\tsm_lid:\t\t\t0\n\t\t\tport_lid:\t\t0\n"
+        "\t\t\tport_lmc:\t\t0x00\n\t\t\tlink_layer:\t\tEthernet\n\n",
+    )
+    hf = parse(
+        "host-facts",
+        "# rackops host-facts 1\nkernel 6.8.0\nos ubuntu 24.04\n"
+        "pkg nvidia-fabricmanager-580 580.95.05-1\npkg nvidia-fabricmanager-dev-580 580.95.05-1\n"
+        "end\n",
+    )
+    facts = node_facts(cluster.node("node01"), {"ibv_devinfo": ibv, "host-facts": hf})
+    assert not [f for f in facts if f.device == "gpu3"]
+    assert [f.value for f in facts if f.name == "pkg.fabric_manager"] == ["580.95.05-1"]
+    floor = Floor(component="bios", min="2.0", reason="erratum", source="vendor notes")
+    (f,) = against_floors("node01", [Fact("node", "bios", "International", "dmidecode")], [floor])
+    assert (f.code, f.status) == ("FLEET-FLOOR", Status.FAIL) and "not a version" in f.message

@@ -190,6 +190,18 @@ def against_floors(node: str, facts: Sequence[Fact], floors: Sequence[Floor]) ->
         for value in f.value.split(",") if f.name in by_fact else ():  # packages: several
             version = value.split()[-1] if value.split() else value
             scoped = by_fact[f.name]
+            if not version[:1].isdigit():
+                out.append(
+                    Finding(
+                        "FLEET-FLOOR",
+                        Status.FAIL,
+                        subject(node, f.device),
+                        f"{_who(f.device)}{_what(f)} {version!r} is not a version a floor can "
+                        f"be compared with (floor {scoped[0].min}: {scoped[0].reason})",
+                        remediation=f"read the version on the node: {f.source}",
+                    )
+                )
+                continue
             applicable = [fl for fl in scoped if fl.applies(version)]
             if not applicable:
                 branches = ", ".join(sorted({fl.branch or "" for fl in scoped}))

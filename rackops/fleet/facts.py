@@ -15,6 +15,7 @@ from typing import Any
 
 from rackops.findings import Status
 from rackops.inventory.model import Node
+from rackops.parsers.lspci import ACS_REDIRECT_FLAGS
 
 # the node checks whose outputs hold fleet facts (tool registry names)
 SOURCES = (
@@ -69,6 +70,7 @@ KINDS: dict[str, Kind] = {
     "os": Kind("OS release", Status.FAIL, "reinstall from the golden image"),
     "bios": Kind("BIOS", Status.FAIL, "flash the golden BIOS (BMC or vendor tool)", "bios"),
     "bios_date": Kind("BIOS date", Status.WARN, "flash the golden BIOS"),
+    "bios_vendor": Kind("BIOS vendor", Status.FAIL, "a board of another vendor: check the order"),
     "system": Kind("system model", Status.FAIL, "a different server model: check the order"),
     "pkg.fabric_manager": Kind(
         "fabric manager",
@@ -250,11 +252,13 @@ def _pcie(out: _Out, lspci: Any, dev: str, bdf: str) -> None:
 
 
 def acs_state(bridge: Any) -> str:
-    """A bridge's ACS control as one comparable word: ``off`` or the flags that are on."""
+    """A bridge's ACS as one comparable word: the flags that send peer-to-peer traffic up to
+    the root complex (``ACS_REDIRECT_FLAGS``, the lspci check's rule), or ``off``; ``none``
+    without the capability."""
     ctl = bridge.acs_ctl
     if ctl is None:
         return "none"
-    on = [k for k, v in ctl.items() if v]
+    on = [k for k in ACS_REDIRECT_FLAGS if ctl.get(k, False)]
     return "+".join(on) if on else "off"
 
 
@@ -280,18 +284,19 @@ def node_facts(node: Node, parsed: Mapping[str, Any]) -> list[Fact]:
     gpus: dict[str, str] = {}
     if (smi := parsed.get("nvidia-smi-xml")) is not None:
         gpus = _smi(out, smi)
-    if (ibv := parsed.get("ibv_devinfo")) is not None:
-        for h in ibv.hcas:
+    cabled = {h.device for h in node.hcas}  # a name from the node's output is only a key if
+    if (ibv := parsed.get("ibv_devinfo")) is not None:  # the inventory names that device
+        for h in (x for x in ibv.hcas if x.hca_id in cabled):
             out.add(h.hca_id, "firmware", h.fw_ver, "ibv_devinfo")
             out.add(h.hca_id, "psid", h.board_id, "ibv_devinfo")
     if (ofed := parsed.get("ofed_info")) is not None:
         out.add("node", "ofed", ofed.version, "ofed_info -s")
     hcas: dict[str, str] = {}
     if (hf := parsed.get("host-facts")) is not None:
-        _host(out, hf, hcas)
+        _host(out, hf, hcas, cabled)
     if (dmi := parsed.get("dmidecode")) is not None and dmi.bios is not None:
-        bios = " ".join(x for x in (dmi.bios.vendor, dmi.bios.version) if x)
-        out.add("node", "bios", bios, "dmidecode -t bios")
+        out.add("node", "bios", dmi.bios.version, "dmidecode -t bios")
+        out.add("node", "bios_vendor", dmi.bios.vendor, "dmidecode -t bios")
         out.add("node", "bios_date", dmi.bios.release_date, "dmidecode -t bios")
         if dmi.system is not None:
             model = " ".join(x for x in (dmi.system.manufacturer, dmi.system.product_name) if x)
@@ -315,16 +320,22 @@ PACKAGES = {  # fact name → package name prefixes (dpkg and rpm names)
 }
 
 
-def _host(out: _Out, hf: Any, hcas: dict[str, str]) -> None:
+def _host(out: _Out, hf: Any, hcas: dict[str, str], cabled: set[str]) -> None:
     src = "host-facts"
     out.add("node", "kernel", hf.kernel, "uname -r")
     out.add("node", "os", hf.os, "/etc/os-release")
     for dev, pci in sorted(hf.hcas.items()):
+        if dev not in cabled:
+            continue
         if pci.bdf:
             hcas[dev] = pci.bdf
         out.add(dev, "numa", _num(pci.numa), f"{src}: /sys/class/infiniband/{dev}/device")
     for name, prefixes in PACKAGES.items():
-        found = sorted(v for p, v in hf.packages.items() if p.startswith(prefixes))
+        found = sorted(
+            v
+            for p, v in hf.packages.items()
+            if p.startswith(prefixes) and not p.endswith(("-dev", "-devel")) and "-dev-" not in p
+        )
         if found:
             out.add("node", name, ",".join(found), "dpkg-query -W")
 

@@ -140,6 +140,8 @@ class Fault(_F):
                 "fault miscabled needs exactly one of swap_with (a node on the same leaf) "
                 "or rail (the rail whose leaf the cable sits on)"
             )
+        if self.kind == "acs_enabled" and self.gpu is not None and self.gpu >= 8:
+            raise ValueError("fault acs_enabled: hwsim puts GPUs 0-7 behind PCIe switches")
         if self.kind == "pcie_downtrained" and (self.gpu is None) == (self.hca is None):
             raise ValueError("fault pcie_downtrained needs exactly one of gpu or hca")
         if self.kind == "pcie_downtrained" and self.pcie_width is None and self.pcie_gts is None:

@@ -32,7 +32,8 @@ def link(node, kind, idx, cap_gts):
     f = node.fault("pcie_downtrained", **{kind: idx})
     if not f:
         return cap_gts, 16
-    return float(f.get("pcie_gts") or cap_gts), int(f.get("pcie_width") or 16)
+    gts, width = f.get("pcie_gts"), f.get("pcie_width")
+    return (cap_gts if gts is None else float(gts)), (16 if width is None else int(width))
 
 
 def _gts(v):

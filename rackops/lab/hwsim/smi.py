@@ -19,7 +19,7 @@ def _gpu_fields(node, g):
         else "Disabled"
     )
     f = node.fault("pcie_downtrained", gpu=g)
-    width = int(f.get("pcie_width") or 16) if f else 16
+    width = 16 if not f or f.get("pcie_width") is None else int(f["pcie_width"])
     vb = node.fault("vbios", gpu=g)
     pl = node.fault("power_limit", gpu=g)
     return {

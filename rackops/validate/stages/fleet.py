@@ -62,6 +62,18 @@ class FleetStage(StageBase):
         goldens = sorted({p.golden.node for p in self.profiles.values() if p.golden is not None})
         how = f"golden {', '.join(goldens)}" if goldens else "majority of the rack"
         facts = sum(len(f) for f in table.values())
+        empty = sorted(n for n, fs in table.items() if not fs)
+        if empty:
+            findings.append(
+                Finding(
+                    "FLEET-001",
+                    Status.WARN,
+                    Subject(),
+                    f"no fleet facts read from {len(empty)} node(s) ({', '.join(empty[:8])}): "
+                    "they are not compared (their tools' own steps say why)",
+                    remediation="fix what kept the node checks from reading them, run again",
+                )
+            )
         if not findings:
             findings = [
                 Finding(
