@@ -417,3 +417,19 @@ def test_names_and_versions_from_a_node_are_not_trusted() -> None:
     floor = Floor(component="bios", min="2.0", reason="erratum", source="vendor notes")
     (f,) = against_floors("node01", [Fact("node", "bios", "International", "dmidecode")], [floor])
     assert (f.code, f.status) == ("FLEET-FLOOR", Status.FAIL) and "not a version" in f.message
+
+
+def test_a_setting_made_but_not_in_force_is_read_as_what_is_in_force() -> None:
+    """mlxconfig -e: ATS_ENABLED set for the next boot only is still off now; the fleet
+    compares what is in force (Current), the check says it is pending."""
+    from rackops.tools import evaluate
+    from rackops.tools.base import Context
+
+    fault = {"kind": "mlxconfig", "hca": "mlx5_0", "key": "ATS_ENABLED", "value": "True(1)"}
+    scenario = {"hardware": {}, "nodes": {"node01": {"faults": [{**fault, "pending": True}]}}}
+    text = _run(mlxconfig, Node(scenario, "node01"), ["-e", "-d", "mlx5_0", "q"])
+    dev = parse("mlxconfig", text).devices[0]
+    assert (dev.value("ATS_ENABLED"), dev.next_boot("ATS_ENABLED")) == ("False(0)", "True(1)")
+    ctx = Context(load_profile("h100-sxm-roce400").profile, None, None, None)
+    (f,) = evaluate("mlxconfig", text, ctx, "node01")
+    assert (f.code, f.status) == ("MLXCFG-002", Status.WARN) and "not in force" in f.message

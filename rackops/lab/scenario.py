@@ -101,6 +101,7 @@ class Fault(_F):
     key: str | None = Field(default=None, pattern=r"^[A-Z][A-Z0-9_]{0,63}$")
     value: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_()\[\].-]{1,64}$")
     watts: float | None = Field(default=None, gt=0, le=2000)
+    pending: bool | None = None  # mlxconfig: set for the next boot only, not in force
     settle_s: float | None = Field(
         default=None, ge=0, le=600, description="hca_port: Active this long after first seen"
     )

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from rackops.findings import Finding, Status, Subject
+from rackops.fleet.facts import MLXCONFIG_KEYS
 from rackops.inventory.model import Cluster
 from rackops.parsers.mlxconfig import canonical, parse_mlxconfig
 from rackops.suites import Suite
@@ -15,7 +16,9 @@ from rackops.tools.base import Binary, Context, NodeCheck, Tool
 def plan(suite: Suite, cluster: Cluster) -> list[NodeCheck]:
     if not suite.checks.fleet:
         return []
-    argv = ("mlxconfig", "-d", "{device}", "q")
+    # -e: the Default, Current and Next Boot columns: a setting made but not yet in force
+    # (no reboot or mlxfwreset since) is the Next Boot column alone
+    argv = ("mlxconfig", "-e", "-d", "{device}", "q")
     return [NodeCheck("mlxconfig", "mlxconfig", argv, 60, 2, per_hca=True)]
 
 
@@ -54,6 +57,26 @@ def check(parsed: Any, ctx: Context, node: str | None) -> list[Finding]:
                         remediation=f"mlxconfig -d DEV set {key}={want}, then reboot",
                     )
                 )
+    pending = [
+        (k, dev.value(k), dev.next_boot(k))
+        for k in MLXCONFIG_KEYS
+        if "Current" in dev.columns
+        and dev.next_boot(k) is not None
+        and canonical(dev.next_boot(k) or "") != canonical(dev.value(k) or "")
+    ]
+    for key, now, nxt in pending:
+        out.append(
+            Finding(
+                "MLXCFG-002",
+                Status.WARN,
+                subj,
+                f"{key} is {now} now, {nxt} from the next boot: set but not in force",
+                observed=now,
+                expected=nxt,
+                remediation="reboot the node or reset the card (mlxfwreset -d DEV reset) to "
+                "apply it, or set it back",
+            )
+        )
     return out or [
         Finding("MLXCFG-000", Status.OK, subj, f"{len(dev.params)} firmware settings read")
     ]

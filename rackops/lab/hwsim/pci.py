@@ -201,33 +201,46 @@ MLXCONFIG = (  # ConnectX-7 defaults as a real query prints them (docs/research,
 
 
 def mlxconfig(node, args):
-    """mlxconfig -d DEV q: the ConnectX-7 'Next Boot' table, after ``mlxconfig`` faults."""
+    """mlxconfig [-e] -d DEV q: the ConnectX-7 table ('Next Boot', or with -e 'Default
+    Current Next Boot' and '*' on rows whose next value is not the default), after
+    ``mlxconfig`` faults (a setting in force; ``pending: true`` only set for next boot)."""
+    import sys
+
     dev = args[args.index("-d") + 1] if "-d" in args else "mlx5_0"
     if dev not in node.hcas():
-        import sys
-
         sys.stdout.write("\n-E- Failed to open the device\n")
         return 3
-    i = int(dev.split("_")[-1])
+    verbose = "-e" in args or "--enable_verbosity" in args
     out = (
         "\nDevice #1:\n----------\n\n"
         "Device type:        ConnectX7           \n"
         "Name:               MCX755106AS-HEA_Ax  \n"
         "Description:        NVIDIA ConnectX-7 HHHL Adapter Card; 200GbE (default mode) / NDR200 IB; "
         "Dual-port QSFP112; PCIe 5.0 x16 with x16 PCIe extension option; Crypto Disabled; Secure Boot Enabled\n"
-        "Device:             %-20s\n\n"
-        "Configurations:                                          Next Boot\n" % dev
+        "Device:             %-20s\n\n" % dev
     )
+    if verbose:
+        out += "Configurations:                                          Default             Current         Next Boot\n"
+    else:
+        out += "Configurations:                                          Next Boot\n"
     link_type = "ETH(2)" if node.hw["link_layer"] == "Ethernet" else "IB(1)"
-    for key, value in MLXCONFIG:
+    starred = False
+    for key, default in MLXCONFIG:
+        default = link_type if default is None else default
+        current = nxt = default
         f = node.fault("mlxconfig", hca=dev, key=key)
         if f:
-            value = f.get("value")
-        elif value is None:
-            value = link_type
-        out += "        %-43s %-20s\n" % (key, value)
+            nxt = f.get("value")
+            current = default if f.get("pending") else nxt
+        if verbose:
+            star = "*" if nxt != default else " "
+            starred |= star == "*"
+            out += "%s       %-43s %-20s %-20s %-20s\n" % (star, key, default, current, nxt)
+        else:
+            out += "        %-43s %-20s\n" % (key, nxt)
+    if starred:
+        out += "The '*' shows parameters with next value different from default/current value.\n"
     emit(node, "mlxconfig", out)
-    del i
     return 0
 
 
