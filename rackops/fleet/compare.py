@@ -61,19 +61,21 @@ def against_golden(node: str, facts: Sequence[Fact], golden: Golden) -> list[Fin
                 continue
             if f is None or f.value == gf.value:
                 continue
-            out.append(
-                Finding(
-                    _code(f),
-                    f.status(),
-                    subject(node, device, f.where),
-                    f"{_who(device)}{_what(f)} {f.value}, golden {gf.value} ({golden.node}); "
-                    f"read by {f.source}",
-                    remediation=_fix(f, device),
-                    observed=f.value,
-                    expected=gf.value,
-                )
-            )
+            out.append(_differs(node, f, gf.value, f", golden {gf.value} ({golden.node})"))
     return out
+
+
+def _differs(node: str, f: Fact, reference: str, against: str) -> Finding:
+    """``f`` on ``node`` is not ``reference`` (the golden node's, or the rack's)."""
+    return Finding(
+        _code(f),
+        f.status(),
+        subject(node, f.device, f.where),
+        f"{_who(f.device)}{_what(f)} {f.value}{against}; read by {f.source}",
+        remediation=_fix(f, f.device),
+        observed=f.value,
+        expected=reference,
+    )
 
 
 def _missing(node: str, device: str, name: str, source: str, who: str) -> Finding:
@@ -125,21 +127,11 @@ def by_majority(table: Table) -> list[Finding]:
             continue
         top, c = counts.most_common(1)[0]
         if n - c <= max(1, n // 4):  # a few odd ones out: named; more, the rack is split
-            for node, f in sorted(per_node.items()):
-                if f.value == top:
-                    continue
-                out.append(
-                    Finding(
-                        _code(f),
-                        f.status(),
-                        subject(node, device, f.where),
-                        f"{_who(device)}{_what(f)} {f.value}; {c} of {n} nodes have {top}; "
-                        f"read by {f.source}",
-                        remediation=_fix(f, device),
-                        observed=f.value,
-                        expected=top,
-                    )
-                )
+            out += [
+                _differs(node, f, top, f"; {c} of {n} nodes have {top}")
+                for node, f in sorted(per_node.items())
+                if f.value != top
+            ]
             continue
         groups = defaultdict(list)
         for node, f in per_node.items():

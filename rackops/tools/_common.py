@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rackops.errors import RackopsError
+from rackops.findings import Finding, Status, Subject
 from rackops.inventory.model import Cluster, Node
 from rackops.tools.base import Context
 
@@ -21,6 +24,17 @@ def program_of(argv: tuple[str, ...] | list[str]) -> str:
     if len(argv) > 3 and tuple(argv[:3]) == ("sh", "-c", SBIN):
         return argv[3]
     return argv[0] if argv else ""
+
+
+def not_whole(
+    parsed: Any, code: str, subj: Subject, what: str, fix: str, lacks: str | None = None
+) -> list[Finding]:
+    """ERROR when a parsed output is not whole (cut, filtered, an error line) or ``lacks``
+    what the check reads: ``what`` was not judged. Empty when it can be judged."""
+    if getattr(parsed, "complete", True) and lacks is None:
+        return []
+    why = "; ".join(parsed.errors[-2:]) or lacks or "not whole"
+    return [Finding(code, Status.ERROR, subj, f"{what} not judged: {why}", remediation=fix)]
 
 
 def needs_node(ctx: Context, tool: str) -> Node:

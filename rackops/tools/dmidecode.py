@@ -8,7 +8,7 @@ from rackops.findings import Finding, Status, Subject
 from rackops.inventory.model import Cluster
 from rackops.parsers.dmidecode import parse_dmidecode
 from rackops.suites import Suite
-from rackops.tools._common import with_sbin
+from rackops.tools._common import not_whole, with_sbin
 from rackops.tools.base import Binary, Context, NodeCheck, Tool
 
 
@@ -21,17 +21,10 @@ def plan(suite: Suite, cluster: Cluster) -> list[NodeCheck]:
 
 def check(parsed: Any, ctx: Context, node: str | None) -> list[Finding]:
     subj = Subject(node=node)
-    if not parsed.complete or parsed.bios is None:
-        why = "; ".join(parsed.errors) or "no BIOS record"
-        return [
-            Finding(
-                "FACT-010",
-                Status.ERROR,
-                subj,
-                f"dmidecode output has no whole BIOS record ({why}): BIOS not compared",
-                remediation="run dmidecode as root (ansible_become) and capture it whole",
-            )
-        ]
+    lacks = "no BIOS record" if parsed.bios is None else None
+    fix = "run dmidecode as root (ansible_become) and capture it whole"
+    if bad := not_whole(parsed, "FACT-010", subj, "BIOS", fix, lacks):
+        return bad
     b = parsed.bios
     return [Finding("FACT-010", Status.OK, subj, f"BIOS {b.vendor} {b.version} ({b.release_date})")]
 

@@ -10,7 +10,7 @@ from rackops.findings import Finding, Status, Subject
 from rackops.inventory.model import Cluster
 from rackops.parsers.lspci import parse_lspci
 from rackops.suites import Suite
-from rackops.tools._common import with_sbin
+from rackops.tools._common import not_whole, with_sbin
 from rackops.tools.base import Binary, Context, NodeCheck, Tool
 
 
@@ -53,16 +53,8 @@ MAX_JUDGED = 128
 
 def check(parsed: Any, ctx: Context, node: str | None) -> list[Finding]:
     subj = Subject(node=node)
-    if not parsed.complete:
-        return [
-            Finding(
-                "PCIE-000",
-                Status.ERROR,
-                subj,
-                "lspci output is not whole (" + "; ".join(parsed.errors[-2:]) + "): not judged",
-                remediation="capture lspci -vvv again, whole",
-            )
-        ]
+    if bad := not_whole(parsed, "PCIE-000", subj, "PCIe links", "capture lspci -vvv again, whole"):
+        return bad
     out: list[Finding] = []
     judged = [d for d in parsed.devices if d.kind in ("gpu", "hca")]
     if len(judged) > MAX_JUDGED:

@@ -10,6 +10,7 @@ from rackops.fleet.facts import MLXCONFIG_KEYS
 from rackops.inventory.model import Cluster
 from rackops.parsers.mlxconfig import canonical, parse_mlxconfig
 from rackops.suites import Suite
+from rackops.tools._common import not_whole
 from rackops.tools.base import Binary, Context, NodeCheck, Tool
 
 
@@ -27,18 +28,13 @@ LINK_TYPE = {"infiniband": ("1", "IB(1)"), "roce": ("2", "ETH(2)")}
 
 def check(parsed: Any, ctx: Context, node: str | None) -> list[Finding]:
     subj = Subject(node=node)
-    if not parsed.complete or not parsed.devices:
-        why = "; ".join(parsed.errors) or "no device table"
-        return [
-            Finding(
-                "MLXCFG-000",
-                Status.ERROR,
-                subj,
-                f"mlxconfig could not be read whole ({why}): firmware configuration not compared",
-                remediation="run mlxconfig as root (ansible_become); for '-E- Failed to open "
-                "the device' start mst (mst start) or check the device name",
-            )
-        ]
+    fix = (
+        "run mlxconfig as root (ansible_become); for '-E- Failed to open the device' start "
+        "mst (mst start) or check the device name"
+    )
+    lacks = None if parsed.devices else "no device table"
+    if bad := not_whole(parsed, "MLXCFG-000", subj, "firmware configuration", fix, lacks):
+        return bad
     dev = parsed.devices[0]
     out = []
     if ctx.cluster is not None:
