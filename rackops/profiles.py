@@ -83,6 +83,16 @@ class PhyThresholds(_Strict):
     )
 
 
+class LoadThresholds(_Strict):
+    """GPUs under load: what every GPU must hold while the run loads it."""
+
+    sm_clock_mhz_min: float = Field(gt=0, description="median SM clock under load")
+    gpu_temp_c_max: float = Field(gt=0, le=150, description="hottest GPU sample")
+    mem_temp_c_max: float = Field(gt=0, le=150, description="hottest memory (HBM) sample")
+    gemm_tflops_min: float = Field(gt=0, description="dcgmproftester -t 1004, FP16 HGEMM")
+    hbm_gbs_min: float = Field(gt=0, description="dcgmproftester -t 1005, 10^9 B/s r+w")
+
+
 class GoldenFact(_Strict):
     """One fact of the golden node, with the command it was read from."""
 
@@ -161,6 +171,7 @@ class Profile(_Strict):
     hca: HcaSpec
     thresholds: Thresholds
     phy: PhyThresholds = PhyThresholds()  # a site profile written before the section loads
+    load: LoadThresholds | None = None  # none: GPUs under load judged by reasons and peers
     floors: tuple[Floor, ...] = Field(default=(), max_length=256)
     golden: Golden | None = None
 

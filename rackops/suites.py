@@ -98,6 +98,28 @@ class NcclParams(_Strict):
     timeout_s: int = Field(gt=0)
 
 
+class ProftesterParams(_Strict):
+    """One dcgmproftester test on every GPU of a node at once: a figure per GPU."""
+
+    duration_s: int = Field(gt=0, le=3600, description="-d: seconds of load")
+    timeout_s: int = Field(gt=0)
+
+
+class GpuLoadParams(_Strict):
+    """GPUs under load (docs/design.md "GPUs under load"): every GPU sampled while the run
+    loads it, the kernel log read before and after, and per-GPU GEMM and HBM figures."""
+
+    sample_interval_ms: int = Field(
+        default=1000, ge=100, le=60_000, description="nvidia-smi -lms: one sample per GPU"
+    )
+    kernel_log: bool = True  # dmesg before and after: Xid/SXid during the run vs history
+    proftester: Literal["dcgmproftester12", "dcgmproftester13"] = Field(
+        default="dcgmproftester13", description="the binary of the DCGM CUDA flavour installed"
+    )
+    gemm: ProftesterParams | None = None  # -t 1004: FP16 HGEMM TFLOPS per GPU
+    hbm: ProftesterParams | None = None  # -t 1005: device memory bandwidth GB/s per GPU
+
+
 class Checks(_Strict):
     hca_ports: bool = True
     gpu_inventory: bool = True
@@ -109,6 +131,7 @@ class Checks(_Strict):
     physical: PhyParams | None = None
     peer_gate: bool = True
     fleet: bool = True  # facts every node shares (rackops/fleet): golden, majority, floors
+    gpu_load: GpuLoadParams | None = None
 
 
 class Suite(_Strict):

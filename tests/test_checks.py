@@ -311,8 +311,10 @@ def test_check_runs_on_every_fixture(case: Path, capsys: pytest.CaptureFixture[s
             why in err
             for why in (
                 "judged on what grows during a run",
-                "load window of a run",
-                "judged against a run",
+                "judges the samples it takes while it loads",
+                "judged against the read taken before a run",
+                "judged per GPU in a run",
+                "is parsed only",
             )
         )
         return

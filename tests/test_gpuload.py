@@ -7,7 +7,9 @@ from pathlib import Path
 from rackops.checks.gpuload import judge_kernel_log, judge_samples
 from rackops.findings import Status
 from rackops.parsers.nvidia_smi_perf import parse_smi_samples
+from rackops.profiles import load_profile
 from rackops.tools import parse
+from rackops.validate.stages.gpuload import split_by_baseline
 
 FIX = Path(__file__).parent / "fixtures" / "kernel-xid"
 
@@ -42,16 +44,47 @@ def test_an_application_xid_is_a_warning_a_memory_one_a_failure() -> None:
     assert {f.code: f.status for f in got}["XID-13"] is Status.WARN
 
 
-def test_hardware_throttling_under_load_fails_the_gpu_with_its_reason() -> None:
-    csv = (
-        "timestamp, index, pci.bus_id, clocks.current.sm [MHz], temperature.gpu, "
-        "power.draw [W], clocks_event_reasons.active\n"
-        "2026/11/26 10:00:00.000, 0, 00000000:18:00.0, 1980, 70, 690.00, 0x0000000000000000\n"
-        "2026/11/26 10:00:00.000, 1, 00000000:2A:00.0, 1410, 88, 520.00, 0x0000000000000040\n"
-        "2026/11/26 10:00:01.000, 0, 00000000:18:00.0, 1980, 71, 691.00, 0x0000000000000004\n"
-        "2026/11/26 10:00:01.000, 1, 00000000:2A:00.0, 1395, 89, 515.00, 0x0000000000000040\n"
+CSV = (
+    "timestamp, index, pci.bus_id, utilization.gpu [%], clocks.current.sm [MHz], "
+    "temperature.gpu, temperature.memory, power.draw [W], clocks_event_reasons.active\n"
+    "2026/11/26 10:00:00.000, 0, 00000000:18:00.0, 100, 1980, 70, 74, 690.00, 0x0000000000000000\n"
+    "2026/11/26 10:00:00.000, 1, 00000000:2A:00.0, 100, 1410, 88, 92, 520.00, 0x0000000000000048\n"
+    "2026/11/26 10:00:01.000, 0, 00000000:18:00.0, 100, 1980, 71, 75, 691.00, 0x0000000000000004\n"
+    "2026/11/26 10:00:01.000, 1, 00000000:2A:00.0, 100, 1395, 89, 93, 515.00, 0x0000000000000048\n"
+    "2026/11/26 10:00:02.000, 0, 00000000:18:00.0, 0, 345, 50, 55, 80.00, 0x0000000000000001\n"
+)
+
+
+def test_hardware_throttling_under_load_fails_the_gpu_with_its_reasons() -> None:
+    got = judge_samples(parse_smi_samples(CSV).samples, "node01")
+    bad = [f for f in got if f.status is Status.FAIL]
+    assert [(f.subject.gpu, f.code) for f in bad] == [(1, "GPU-LOAD")]
+    assert "HW Thermal Slowdown (the GPU reached its thermal limit) in 2 of 2" in bad[0].message
+    assert "HW Slowdown" in bad[0].message
+    # GPU 0: power cap (0x4) and idle (0x1) are not the hardware's doing
+    ok = {(f.subject.gpu, f.code): f for f in got if f.status is Status.OK}
+    assert ok[(0, "LOAD-CLOCK")].observed == 1980 and ok[(0, "LOAD-CLOCK")].unit == "MHz"
+    assert ok[(0, "LOAD-POWER")].observed == 690.5  # the idle sample is not under load
+
+
+def test_the_profile_floor_and_ceilings_name_a_hot_or_slow_gpu() -> None:
+    limits = load_profile("h100-sxm-ndr").profile.load
+    csv = CSV.replace(", 1980, 70, 74,", ", 1500, 70, 96,").replace("0x0000000000000048", "0x0")
+    got = {f.subject.gpu: f for f in judge_samples(parse_smi_samples(csv).samples, "n1", limits)}
+    assert (
+        got[0].status is Status.FAIL and "memory 96 °C, above the 95 °C ceiling" in got[0].message
     )
-    samples = parse_smi_samples(csv)
-    got = judge_samples(samples.samples, "node01")
-    assert [(f.subject.gpu, f.code, f.observed) for f in got] == [(1, "GPU-THROTTLE", 2)]
-    assert "HW Thermal Slowdown" in got[0].message and "2 of 2 samples" in got[0].message
+    assert "1740 MHz" not in got[0].message  # the median of the loaded samples only
+    assert got[1].status is Status.FAIL and "89 °C, above the 87 °C ceiling" in got[1].message
+    assert "SM clock 1402.5 MHz under load" in got[1].message and "1590 MHz floor" in got[1].message
+
+
+def test_an_event_in_the_read_before_the_run_is_history_and_a_new_one_is_the_runs() -> None:
+    before = _log("syslog-printk-xid48-64").events  # type: ignore[attr-defined]
+    after = list(before) + list(_log("dmesg-quoted-xid79-fallen-sxid").events)  # type: ignore[attr-defined]
+    history, during = split_by_baseline(after, list(before))
+    assert history == list(before) and {e.code for e in during} >= {79}
+    assert split_by_baseline(after, None) == ([], after)
+    # the same line twice after, once before: one of them is new
+    history, during = split_by_baseline([before[0], before[0]], [before[0]])
+    assert len(history) == 1 and len(during) == 1

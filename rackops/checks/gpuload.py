@@ -12,6 +12,7 @@ load, judged per GPU. Pure functions over parsed outputs; the run wires them (pl
 
 from __future__ import annotations
 
+import statistics
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -85,30 +86,83 @@ def judge_kernel_log(
     return out
 
 
-def judge_samples(samples: Sequence[Any], node: str) -> list[Finding]:
-    """Samples from ``parse_smi_samples`` taken during the load: each GPU's hardware throttle
-    reasons, counted over the samples."""
-    seen: dict[tuple[int | None, str | None], dict[str, int]] = defaultdict(dict)
-    total: dict[tuple[int | None, str | None], int] = defaultdict(int)
+LOADED_UTIL_PCT = 50.0  # a sample with the GPU at least this busy is "under load"
+
+
+def _median(xs: Sequence[float]) -> float | None:
+    return statistics.median(xs) if xs else None
+
+
+def judge_samples(samples: Sequence[Any], node: str, limits: Any = None) -> list[Finding]:
+    """Samples from ``parse_smi_samples`` taken during the run, judged per GPU: a reason
+    that means the hardware held the clocks down (any sample), a temperature above the
+    profile's ceiling (any sample), the median SM clock under load below its floor. One FAIL
+    per GPU lists every problem; a healthy GPU's median clock and power under load are OK
+    findings with units, for the peer gate. ``limits``: the profile's ``load`` (or None)."""
+    by_gpu: dict[tuple[int | None, str | None], list[Any]] = defaultdict(list)
     for s in samples:
-        key = (s.index, s.bus_id)
-        total[key] += 1
+        by_gpu[(s.index, s.bus_id)].append(s)
+    out = []
+    for (index, bus), rows in sorted(by_gpu.items(), key=lambda kv: (str(kv[0][0]), str(kv[0][1]))):
+        out += _judge_gpu(index, bus, rows, node, limits)
+    return out
+
+
+def _judge_gpu(
+    index: int | None, bus: str | None, rows: list[Any], node: str, limits: Any
+) -> list[Finding]:
+    subj = Subject(node=node, gpu=index, bus_id=bus)
+    loaded = [s for s in rows if s.util_pct is None or s.util_pct >= LOADED_UTIL_PCT]
+    problems: list[str] = []
+    counts: dict[str, int] = {}
+    for s in rows:
         for r in s.reasons:
             if r in THROTTLES:
-                seen[key][r] = seen[key].get(r, 0) + 1
-    out = []
-    for (index, bus), reasons in sorted(seen.items(), key=lambda kv: str(kv[0])):
-        for r, count in sorted(reasons.items()):
-            out.append(
-                Finding(
-                    "GPU-THROTTLE",
-                    Status.FAIL,
-                    Subject(node=node, gpu=index, bus_id=bus),
-                    f"{THROTTLES[r]} in {count} of {total[(index, bus)]} samples under load",
-                    observed=count,
-                    expected=0,
-                    remediation="check the GPU's cooling (fans, cold plate, airflow) and the "
-                    "board's power (PSU, cables); then run the load again",
-                )
+                counts[r] = counts.get(r, 0) + 1
+    problems += [f"{THROTTLES[r]} in {n} of {len(rows)} samples" for r, n in sorted(counts.items())]
+    hottest = max((s.temp_c for s in rows if s.temp_c is not None), default=None)
+    mem_hottest = max((s.mem_temp_c for s in rows if s.mem_temp_c is not None), default=None)
+    clock = _median([s.sm_clock_mhz for s in loaded if s.sm_clock_mhz is not None])
+    power = _median([s.power_w for s in loaded if s.power_w is not None])
+    if limits is not None:
+        if hottest is not None and hottest > limits.gpu_temp_c_max:
+            problems.append(f"{hottest:g} °C, above the {limits.gpu_temp_c_max:g} °C ceiling")
+        if mem_hottest is not None and mem_hottest > limits.mem_temp_c_max:
+            problems.append(
+                f"memory {mem_hottest:g} °C, above the {limits.mem_temp_c_max:g} °C ceiling"
             )
+        if clock is not None and clock < limits.sm_clock_mhz_min:
+            problems.append(
+                f"SM clock {clock:g} MHz under load (median of {len(loaded)} samples), below "
+                f"the {limits.sm_clock_mhz_min:g} MHz floor"
+            )
+    trace = (
+        f"; under load: SM {clock:g} MHz, {power:.0f} W, hottest {hottest:g} °C"
+        if clock is not None and power is not None and hottest is not None
+        else ""
+    )
+    if problems:
+        return [
+            Finding(
+                "GPU-LOAD",
+                Status.FAIL,
+                subj,
+                "under load: " + "; ".join(problems),
+                observed=clock if clock is not None else hottest,
+                expected=limits.sm_clock_mhz_min if limits is not None and clock else None,
+                unit="MHz" if clock is not None else "°C",
+                remediation="check the GPU's cooling (fans, cold plate, airflow, inlet "
+                "temperature) and the board's power (PSU, cables, power brake); run the "
+                "load again; RMA if it follows the GPU",
+            )
+        ]
+    out = [Finding("GPU-LOAD-OK", Status.OK, subj, f"{len(rows)} samples{trace}")]
+    if clock is not None and loaded:
+        out.append(
+            Finding("LOAD-CLOCK", Status.OK, subj, "median SM clock under load", clock, None, "MHz")
+        )
+    if power is not None and loaded:
+        out.append(
+            Finding("LOAD-POWER", Status.OK, subj, "median power under load", power, None, "W")
+        )
     return out

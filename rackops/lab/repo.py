@@ -26,6 +26,17 @@ HWSIM_RUN = f"env PYTHONPATH={HWSIM_DIR} python3 -m hwsim"
 HW_ROOT = "/var/lib/rackops-hwsim/root"
 
 
+def _divert(tools: tuple[str, ...]) -> str:
+    """postinst lines that divert each OS program (to <path>.distrib where dpkg has it:
+    /bin or /usr/bin) and put the package's wrapper in its place."""
+    return "\n".join(
+        f'for d in /bin/{t} /usr/bin/{t}; do if dpkg-query -S "$d" >/dev/null 2>&1; then '
+        f'dpkg-divert --package rackops-hwsim --add --rename --divert "$d.distrib" "$d"; '
+        f"fi; done\nln -sf {HWSIM_DIR}/bin/{t} /usr/bin/{t}"
+        for t in tools
+    )
+
+
 @dataclass(frozen=True)
 class Package:
     name: str
@@ -36,6 +47,7 @@ class Package:
     units: tuple[tuple[str, str], ...] = ()  # (unit name, daemon binary it runs)
     postinst: str = ""
     sbin: bool = False  # tools go to /usr/sbin (ethtool) instead of /usr/bin
+    divert: bool = False  # tools replace the OS's own (dpkg-divert), from HWSIM_DIR/bin
 
 
 def packages(versions: Versions) -> list[Package]:
@@ -45,7 +57,17 @@ def packages(versions: Versions) -> list[Package]:
     ofed = versions.ofed
     rdma = f"2507mlnx{ofed.replace('-', '.').replace('.', '')[:8]}-1"
     out = [
-        Package("rackops-hwsim", "1.0", description="simulated GPU and RDMA hardware for the lab"),
+        Package(
+            "rackops-hwsim",
+            "1.0",
+            package_binaries("util-linux"),
+            description="simulated GPU and RDMA hardware for the lab",
+            # the kernel log: every target shares this machine's one kernel, so its real
+            # ring buffer is nobody's node; dmesg is diverted to the simulated one, as a
+            # vendor package diverts a program it replaces (dpkg-divert)
+            postinst=_divert(package_binaries("util-linux")),
+            divert=True,
+        ),
         Package(
             "infiniband-diags",
             rdma,
@@ -242,6 +264,7 @@ def build_repo(dest: Path, versions: Versions) -> list[Package]:
             target = root / HWSIM_DIR.lstrip("/")
             target.mkdir(parents=True)
             shutil.copytree(HWSIM, target / "hwsim", ignore=shutil.ignore_patterns("__pycache__"))
+
         for unit, daemon in pkg.units:
             d = root / "lib" / "systemd" / "system"
             d.mkdir(parents=True, exist_ok=True)
@@ -252,6 +275,8 @@ def build_repo(dest: Path, versions: Versions) -> list[Package]:
             )
         for tool in pkg.tools:
             b = root / "usr" / ("sbin" if pkg.sbin else "bin")
+            if pkg.divert:
+                b = root / HWSIM_DIR.lstrip("/") / "bin"
             b.mkdir(parents=True, exist_ok=True)
             (b / tool).write_text(_wrapper(tool))
             (b / tool).chmod(0o755)

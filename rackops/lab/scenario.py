@@ -72,6 +72,12 @@ class Fault(_F):
         "acs_enabled",  # ACS redirect on the switch downstream port above gpu
         "mlxconfig",  # hca's firmware setting `key` is `value`
         "power_limit",  # gpu's power limit is `watts`
+        # GPUs under load (issue 24): each shows only while a load runs on the GPU
+        "thermal",  # gpu heats to its slowdown temperature under load (HW thermal slowdown)
+        "power_brake",  # gpu's board asserts HW power brake under load
+        "xid",  # gpu logs Xid `code`, `when` during the run's load or before the run
+        "slow_gemm",  # gpu's GEMM (dcgmproftester -t 1004) at `factor` of its peers
+        "slow_hbm",  # gpu's memory bandwidth (dcgmproftester -t 1005) at `factor`
     ]
     hca: str | None = Field(default=None, pattern=HCA)
     state: Literal["Down", "Polling", "Disabled"] | None = None
@@ -101,6 +107,8 @@ class Fault(_F):
     key: str | None = Field(default=None, pattern=r"^[A-Z][A-Z0-9_]{0,63}$")
     value: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_()\[\].-]{1,64}$")
     watts: float | None = Field(default=None, gt=0, le=2000)
+    code: int | None = Field(default=None, ge=1, le=65535, description="xid: the Xid code")
+    when: Literal["during", "before"] | None = None  # xid: in the run's load, or before it
     pending: bool | None = None  # mlxconfig: set for the next boot only, not in force
     settle_s: float | None = Field(
         default=None, ge=0, le=600, description="hca_port: Active this long after first seen"
@@ -132,6 +140,11 @@ class Fault(_F):
             "acs_enabled": ("gpu",),
             "mlxconfig": ("hca", "key", "value"),
             "power_limit": ("gpu",),
+            "thermal": ("gpu",),
+            "power_brake": ("gpu",),
+            "xid": ("gpu", "code"),
+            "slow_gemm": ("gpu",),
+            "slow_hbm": ("gpu",),
         }.get(self.kind, ())
         missing = [k for k in need if getattr(self, k) is None]
         if missing:

@@ -389,6 +389,7 @@ class Sample:
     power_limit_w: float | None
     reasons_mask: int | None
     reasons: tuple[str, ...]
+    util_pct: float | None = None  # utilization.gpu, where sampled
 
 
 @dataclass(frozen=True)
@@ -423,6 +424,7 @@ _SAMPLE_FIELDS = {
     "power.limit": "power_limit_w",
     "clocks_event_reasons.active": "reasons_mask",
     "clocks_throttle_reasons.active": "reasons_mask",
+    "utilization.gpu": "util_pct",
 }
 _FIELD = re.compile(r"[a-z][a-z0-9_.]*(?: \[[^\]]{1,16}\])?", re.I)
 _CELL = re.compile(r"([-+]?\d{1,15}(?:\.\d{1,9})?)(?:\s*(?:W|MHz|C|%|us))?")
@@ -487,6 +489,7 @@ def _sample(cells: dict[str, str], row: int, errors: list[str]) -> Sample:
         power_limit_w=fl("power_limit_w"),
         reasons_mask=mask if isinstance(mask, int) else None,
         reasons=reasons(mask) if isinstance(mask, int) else (),
+        util_pct=fl("util_pct"),
     )
 
 

@@ -1,5 +1,5 @@
 """dcgmi dmon -e FIELDS: DCGM's samples of clocks, temperatures, power and clock event
-reasons per GPU. Parsed now; judged over a run's load window (issue 24, planned)."""
+reasons per GPU. Parsed only: a run samples with nvidia-smi (``validate/stages/gpuload.py``)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ TOOL = Tool(
     "dcgmi-dmon",
     "DCGM field samples per GPU",
     parse=parse_dcgmi_dmon,
-    no_check="dcgmi-dmon is judged over the load window of a run (planned, issue 24): use "
-    "`rackops parse dcgmi-dmon` to read one output",
+    no_check="dcgmi-dmon is parsed only: a run samples its GPUs with nvidia-smi --query-gpu, "
+    'which every driver has (docs/design.md "GPUs under load"); use `rackops parse '
+    "dcgmi-dmon` to read one output",
 )

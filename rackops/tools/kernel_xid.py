@@ -1,16 +1,20 @@
-"""journalctl -k / dmesg: NVIDIA GPU events in the kernel log (Xid, SXid, fallen off the bus).
-Parsed now; judged against the run's start with the catalogue in ``checks/xid.py`` (issue 24,
-planned: docs/design.md "GPUs under load")."""
+"""dmesg: NVIDIA GPU events in the kernel log (Xid, SXid, fallen off the bus). A run reads it
+before and after its load and judges what appeared in between with the catalogue in
+``checks/xid.py`` (``validate/stages/gpuload.py``)."""
 
 from __future__ import annotations
 
 from rackops.parsers.kernel_xid import parse_kernel_xid
-from rackops.tools.base import Tool
+from rackops.tools.base import Binary, Tool
+
+# the ring buffer with wall-clock stamps: what a run reads before and after its load
+KERNEL_LOG_ARGV = ("dmesg", "--time-format", "iso")
 
 TOOL = Tool(
     "kernel-xid",
     "NVIDIA GPU events in the kernel log",
     parse=parse_kernel_xid,
-    no_check="kernel-xid is judged against a run's start (planned, issue 24): use "
-    "`rackops parse kernel-xid` to read one log",
+    binaries=(Binary("dmesg", "util-linux"),),
+    no_check="kernel-xid is judged against the read taken before a run (an event in both is "
+    "history): use `rackops parse kernel-xid` to read one log",
 )

@@ -1,6 +1,6 @@
-"""nvidia-smi -q -d PERFORMANCE (and the --query-gpu sampling stream): clock event reasons,
-clocks, temperatures and power of every GPU. Parsed now; judged over a run's load window
-(issue 24, planned: docs/design.md "GPUs under load")."""
+"""nvidia-smi -q -d PERFORMANCE: clock event reasons, clocks, temperatures and power of every
+GPU. A run samples the same quantities with ``--query-gpu … -lms`` while it loads the GPUs
+(``validate/stages/gpuload.py``, parsed by ``parse_smi_samples``)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,6 @@ TOOL = Tool(
     "GPU clock event reasons, clocks, temperature and power",
     parse=parse_smi_perf,
     binaries=(NVIDIA_SMI,),
-    no_check="nvidia-smi-perf is judged over the load window of a run (planned, issue 24): "
-    "use `rackops parse nvidia-smi-perf` to read one output",
+    no_check="one nvidia-smi-perf output is a moment, not a load: a run judges the samples it "
+    "takes while it loads the GPUs; use `rackops parse nvidia-smi-perf` to read one output",
 )

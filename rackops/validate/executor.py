@@ -79,7 +79,11 @@ class LauncherInfo:
 
 
 class Started(Protocol):
-    """A command started in the background (a perftest server): read while it runs."""
+    """A command started in the background (a perftest server, a GPU sampler): read while
+    it runs; ``out``/``err`` hold what it printed so far (read as ``wait_for`` pumps)."""
+
+    out: bytearray
+    err: bytearray
 
     def wait_for(self, marker: bytes, timeout: float) -> bool:
         """True once ``marker`` is in its output; False at the timeout or when it exits

@@ -21,7 +21,7 @@ from rackops.profiles import Profile
 from rackops.validate.localise import shared_ends
 
 LOWER_IS_BETTER = {"us", "ms"}
-HIGHER_IS_BETTER = {"Gb/s", "GB/s"}
+HIGHER_IS_BETTER = {"Gb/s", "GB/s", "TFLOPS", "MHz", "W"}
 
 
 def peer_findings(
@@ -106,6 +106,11 @@ def _by_shared_end(
 
 
 def _metric(tool: str, unit: str) -> str:
+    named = {"MHz": "SM clock under load", "W": "power under load", "TFLOPS": "FP16 GEMM"}
+    if unit in named:
+        return named[unit]
+    if tool == "dcgmproftester":
+        return "HBM bandwidth"
     if tool == "perftest-lat" or unit in LOWER_IS_BETTER:
         return "latency"
     if tool == "perftest":

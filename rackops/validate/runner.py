@@ -26,6 +26,7 @@ from rackops.validate.plan import PERFTEST_PORT, Plan
 from rackops.validate.rundir import RunDir
 from rackops.validate.stages.base import Progress, bar
 from rackops.validate.stages.fleet import FleetStage
+from rackops.validate.stages.gpuload import GpuLoadStage
 from rackops.validate.stages.nccl import NcclStage
 from rackops.validate.stages.nodes import NodeStage
 from rackops.validate.stages.pairs import PairStage
@@ -64,7 +65,7 @@ PORT_BLOCKS = "perftest-port-blocks.json"  # in the run directory: the blocks it
 
 
 @dataclass
-class Runner(NodeStage, FleetStage, PairStage, NcclStage):
+class Runner(NodeStage, FleetStage, GpuLoadStage, PairStage, NcclStage):
     """A run: its stages (``rackops.validate.stages``) in order, over one state."""
 
     cluster: Cluster
@@ -97,7 +98,19 @@ class Runner(NodeStage, FleetStage, PairStage, NcclStage):
     def run(self, plan: Plan) -> None:
         done = self._done = self.rundir.done_ids()
         started = time.monotonic()
-        unreachable = self.node_stage(plan, done)
+        unreachable = {r["node"] for r in self.rundir.records() if r["kind"] == "unreachable"}
+        self.load_begin(plan, done, unreachable)  # GPU samplers on, kernel log baseline
+        try:
+            unreachable |= self.node_stage(plan, done)
+            self._loaded_stages(plan, done, unreachable)
+        finally:
+            self.load_end(plan, done, unreachable)  # samplers stopped, kernel log judged
+        self._peers(done)
+        self.progress(f"[run] finished in {time.monotonic() - started:.1f} s")
+
+    def _loaded_stages(self, plan: Plan, done: set[str], unreachable: set[str]) -> None:
+        """Everything between the first check and the last load: fleet, physical, pair
+        rounds, multi-node NCCL."""
         self.fleet_stage(plan, done, unreachable)
         phy = self.suite.checks.physical
         physical = None
@@ -119,6 +132,13 @@ class Runner(NodeStage, FleetStage, PairStage, NcclStage):
         if physical is not None:
             physical.snapshot(plan.nodes, done, unreachable, "after")
             self.progress("[phy] port counters, BER and optics read after the pair rounds")
+        from rackops.validate.localise import failing_nodes
+
+        bad = failing_nodes(self.rundir.records()) | unreachable
+        self.nccl_stage(plan, done, bad)
+
+    def _peers(self, done: set[str]) -> None:
+        """The peer gate, over every figure of the run (the load's samples included)."""
         if self.suite.checks.peer_gate and "peers" not in done:
             self._record(
                 "peers",
@@ -128,8 +148,3 @@ class Runner(NodeStage, FleetStage, PairStage, NcclStage):
                 None,
                 peer_findings(self.rundir.records(), self.cluster, self.profiles),
             )
-        from rackops.validate.localise import failing_nodes
-
-        bad = failing_nodes(self.rundir.records()) | unreachable
-        self.nccl_stage(plan, done, bad)
-        self.progress(f"[run] finished in {time.monotonic() - started:.1f} s")

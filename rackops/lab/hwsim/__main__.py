@@ -7,8 +7,9 @@ import socket
 import sys
 
 from .ctk import nvidia_ctk
-from .dcgm import dcgmi
+from .dcgm import dcgmi, dcgmproftester
 from .fabric import iblinkinfo, ibnetdiscover
+from .kmsg import dmesg
 from .nccl import nccl
 from .node import PERF, Node, emit, load_scenario, tool_fault_gate
 from .pci import dmidecode, lspci, mlxconfig
@@ -40,7 +41,15 @@ NCCL = (
     "broadcast_perf",
 )
 PCI = {"lspci": lspci, "mlxconfig": mlxconfig, "dmidecode": dmidecode}
-TOOLS = tuple(RDMA) + tuple(PCI) + PERF + NCCL + ("dcgmi", "nvidia-smi", "nvidia-ctk")
+PROFTESTER = ("dcgmproftester12", "dcgmproftester13")
+TOOLS = (
+    tuple(RDMA)
+    + tuple(PCI)
+    + PERF
+    + NCCL
+    + PROFTESTER
+    + ("dcgmi", "nvidia-smi", "nvidia-ctk", "dmesg")
+)
 
 
 def main(argv):
@@ -71,6 +80,10 @@ def main(argv):
         return nccl(node, tool, args)
     if tool == "dcgmi":
         return dcgmi(node, args)
+    if tool in PROFTESTER:
+        return dcgmproftester(node, args, tool)
+    if tool == "dmesg":
+        return dmesg(node, args)
     if tool == "nvidia-ctk":
         return nvidia_ctk(node, args)
     return nvidia_smi(node, args)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import sys
 
-from .node import emit
+from .node import BUS, emit
+from .thermal import run_load
 
 W = 46
 
@@ -43,6 +44,8 @@ def dcgmi(node, args):
     if lvl >= 4:
         plugins += [("Hardware", "memtest"), ("Stress", "pulse_test")]
     skip_all = bool(node.faults_of("dcgm_all_skip"))
+    if lvl >= 2 and not skip_all:  # the stress plugins load every GPU
+        run_load(node, gpus)
     results = {}
     for cat, p in plugins:
         per = {g: ("Skip" if skip_all and p != "software" else "Pass") for g in gpus}
@@ -144,3 +147,43 @@ def _dcgm_table(node, gpus, plugins, results):
     out += top
     emit(node, "dcgmi", out)
     return 1 if any(r[1] == "Fail" for r in results.values()) else 0
+
+
+# dcgmproftester: per-GPU FP16 HGEMM (-t 1004, gflops) and device memory copy (-t 1005,
+# 10^9 B/s read+write, labelled GiB/sec), in the DCGM >= 3.2.5 layout
+# (dcgmproftester/PhysicalGpu.cpp; docs/research/issue-24-gemm-hbm.md §1)
+GEMM_GFLOPS = 7.3e5  # H100 SXM: ~74 % of the 989 TFLOPS dense FP16 peak
+HBM_GBS = 2540.0  # H100 80GB HBM3: NVIDIA's own -t 1005 reading (diag-skus.yaml.in l.173)
+
+
+def dcgmproftester(node, args, tool="dcgmproftester13"):
+    test = args[args.index("-t") + 1] if "-t" in args and args.index("-t") + 1 < len(args) else ""
+    if test not in ("1004", "1005"):
+        sys.stdout.write("Skipping CreateDcgmGroups() since DCGM validation is disabled\n")
+        sys.stderr.write("A test for fieldId %s has not been implemented yet.\n" % test)
+        return 1
+    gpus = node.gpus()
+    run_load(node, gpus)
+    out = ["Skipping CreateDcgmGroups() since DCGM validation is disabled\n"] * 2
+    for g in gpus:
+        out.append("Worker %d:0[%s]: Message: Bus ID 00000000:%s:00.0 mapped to cuda device ID %d\n"
+                   % (g, test, BUS[g % 16], g))  # fmt: skip
+    out.append("DCGM CudaContext Init completed successfully.\n")
+    for tick in range(6):
+        ramp = 0.93 if tick == 0 else 1.0 - 0.002 * (tick % 2)
+        for g in gpus:
+            if test == "1004":
+                f = node.fault("slow_gemm", gpu=g)
+                v = float(node.hw.get("gemm_gflops", GEMM_GFLOPS)) * (1 - 0.004 * g) * ramp
+                v *= float(f.get("factor", 0.8)) if f else 1.0
+                out.append("Worker %d:0 [1004]: TensorEngineActive:  generated ???, dcgm 0 "
+                           "(%s gflops).\n" % (g, format(v, "#.3")))  # fmt: skip
+            else:
+                f = node.fault("slow_hbm", gpu=g)
+                v = float(node.hw.get("hbm_gbs", HBM_GBS)) * (1 - 0.003 * g) * ramp
+                v *= float(f.get("factor", 0.8)) if f else 1.0
+                out.append("Worker %d:0[1005]: DramUtil generated %s/%s, dcgm 0 (%s GiB/sec). "
+                           "bandwidthDivisor %s\n" % (g, format(v / 2, "#.3"), format(v / 2, "#.3"),
+                                                      format(v, "#.3"), format(1.0, "#.3")))  # fmt: skip
+    emit(node, tool, "".join(out))
+    return 0

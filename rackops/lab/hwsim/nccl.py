@@ -7,6 +7,7 @@ import os
 import sys
 
 from .node import BUS, Node, emit
+from .thermal import run_load
 
 
 def _size(text):
@@ -55,6 +56,9 @@ def _mpi():
 def nccl(node, tool, args):
     o = _nccl_opts(args)
     rank, size, local = _mpi()
+    env = os.environ
+    if (env.get("OMPI_COMM_WORLD_LOCAL_RANK") or env.get("SLURM_LOCALID") or "0") == "0":
+        run_load(node, node.gpus())  # one process per node loads its GPUs for the job's time
     if rank != 0:
         return 0
     hosts_env = os.environ.get("RACKOPS_HWSIM_HOSTS")

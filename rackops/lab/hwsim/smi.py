@@ -7,6 +7,49 @@ import sys
 import time
 
 from .node import BUS, STATE_DIR, emit
+from .thermal import sensors
+
+# --query-gpu fields read live from the simulated sensors, with the unit the header shows
+_LIVE_UNITS = {
+    "utilization.gpu": "%",
+    "clocks.sm": "MHz",
+    "clocks.current.sm": "MHz",
+    "clocks.mem": "MHz",
+    "clocks.current.memory": "MHz",
+    "power.draw": "W",
+    "power.limit": "W",
+}
+
+
+def _live_fields(node, g, now):
+    s = sensors(node, g, now)
+    mask = "0x%016x" % s["reasons"]
+    return {
+        "timestamp": time.strftime("%Y/%m/%d %H:%M:%S", time.localtime(now))
+        + ".%03d" % int((now % 1) * 1000),
+        "utilization.gpu": "%d %%" % s["util"],
+        "clocks.sm": "%d MHz" % s["sm"],
+        "clocks.current.sm": "%d MHz" % s["sm"],
+        "clocks.mem": "%d MHz" % s["mem"],
+        "clocks.current.memory": "%d MHz" % s["mem"],
+        "temperature.gpu": str(s["temp"]),
+        "temperature.memory": str(s["mem_temp"]),
+        "power.draw": "%.2f W" % s["power"],
+        "power.limit": "%.2f W" % s["limit"],
+        "clocks_event_reasons.active": mask,
+        "clocks_throttle_reasons.active": mask,
+    }
+
+
+def _loop_ms(args):
+    """-lms N / --loop-ms=N (milliseconds), -l N / --loop=N (seconds); None: once."""
+    for i, a in enumerate(args):
+        for flag, scale in (("-lms", 1), ("--loop-ms", 1), ("-l", 1000), ("--loop", 1000)):
+            if a == flag and i + 1 < len(args):
+                return int(args[i + 1]) * scale
+            if a.startswith(flag + "="):
+                return int(a.split("=", 1)[1]) * scale
+    return None
 
 
 def _gpu_fields(node, g):
@@ -71,23 +114,31 @@ def _smi_query(node, gpus, args):
     fields = q.split("=", 1)[1].split(",")
     fmt = next((a.split("=", 1)[1] for a in args if a.startswith("--format=")), "csv")
     units = {"memory.total": " [MiB]"}
+    units.update({f: " [%s]" % u for f, u in _LIVE_UNITS.items()})
     out = ""
     if "noheader" not in fmt:
         out += ", ".join(f + (units.get(f, "")) for f in fields) + "\n"
-    for g in gpus:
-        vals = _gpu_fields(node, g)
-        row = []
-        for f in fields:
-            if f not in vals:
-                sys.stderr.write('Field "%s" is not a valid field to query.\n' % f)
-                return 2
-            v = vals[f]
-            if "nounits" in fmt and v.endswith(" MiB"):
-                v = v[:-4]
-            row.append(v)
-        out += ", ".join(row) + "\n"
-    emit(node, "nvidia-smi", out)
-    return 0
+    loop = _loop_ms(args)
+    while True:
+        now = time.time()
+        for g in gpus:
+            vals = _gpu_fields(node, g)
+            vals.update(_live_fields(node, g, now))
+            row = []
+            for f in fields:
+                if f not in vals:
+                    sys.stderr.write('Field "%s" is not a valid field to query.\n' % f)
+                    return 2
+                v = vals[f]
+                if "nounits" in fmt:
+                    v = v.split(" ")[0] if v.endswith((" MiB", " MHz", " W", " %")) else v
+                row.append(v)
+            out += ", ".join(row) + "\n"
+        emit(node, "nvidia-smi", out)
+        if loop is None:
+            return 0
+        out = ""
+        time.sleep(max(0.0, loop / 1000.0 - (time.time() - now)))
 
 
 def _smi_persistence(node, gpus, args):

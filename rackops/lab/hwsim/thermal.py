@@ -1,0 +1,115 @@
+"""GPU sensors that respond to load: SM and memory clocks, GPU and memory temperature,
+power draw, utilisation and the clock event reasons, over one load log.
+
+Every program that loads GPUs (``dcgmi diag`` from level 2, nccl-tests, dcgmproftester)
+calls :func:`run_load`: it appends ``start end gpus`` to ``gpu-load.log`` in the state
+directory and runs for ``hardware.load_s`` seconds. The sensors at time ``t`` follow from
+the log: a GPU heats towards its load temperature while a load runs on it and cools after,
+with a time constant of ``hardware.thermal_tau_s`` (seconds, not minutes: the lab's loads
+last seconds). Faults show only under load, as they do on real boards:
+
+* ``thermal``: the GPU heats past its slowdown temperature; HW Thermal Slowdown and HW
+  Slowdown are asserted and the SM clock drops;
+* ``power_brake``: the board asserts the external power brake (HW Power Brake Slowdown and
+  HW Slowdown) while loaded; clock and power drop.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+
+from .node import STATE_DIR
+
+LOAD_LOG = "gpu-load.log"
+IDLE_C = 33.0
+LOAD_C = 61.0
+SLOWDOWN_C = 89.0  # H100/H800 absolute slowdown (H800 525.105.17 -q; research issue-24 §1c)
+IDLE_W = 69.0
+MAX_SM_MHZ = 1980
+IDLE_SM_MHZ = 345
+MEM_MHZ = 2619
+# NVML clock event reason bits (nvml.h): idle, HW slowdown, SW thermal, HW thermal, brake
+GPU_IDLE, HW_SLOWDOWN, HW_THERMAL, HW_POWER_BRAKE = 0x1, 0x8, 0x40, 0x80
+
+
+def _log(node):
+    return os.path.join(STATE_DIR, "%s-%s" % (node.name, LOAD_LOG))
+
+
+def run_load(node, gpus, seconds=None):
+    """Load ``gpus`` for ``seconds`` (default ``hardware.load_s``): logged, then slept."""
+    seconds = float(node.hw.get("load_s", 1.0) if seconds is None else seconds)
+    start = time.time()
+    os.makedirs(STATE_DIR, exist_ok=True)
+    line = "%.3f %.3f %s\n" % (start, start + seconds, ",".join(str(g) for g in gpus))
+    fd = os.open(_log(node), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.write(fd, line.encode("ascii"))  # one short O_APPEND write: whole or not at all
+    finally:
+        os.close(fd)
+    time.sleep(seconds)
+
+
+def loads(node):
+    """Every (start, end, gpus) in the node's load log."""
+    out = []
+    try:
+        with open(_log(node), encoding="ascii") as fh:
+            for row in fh:
+                parts = row.split()
+                if len(parts) == 3:
+                    gpus = {int(g) for g in parts[2].split(",") if g.isdigit()}
+                    out.append((float(parts[0]), float(parts[1]), gpus))
+    except (OSError, ValueError):
+        pass
+    return out
+
+
+def _heat(node, g, t):
+    """0 idle .. 1 at the load's steady temperature; and whether a load runs now."""
+    tau = float(node.hw.get("thermal_tau_s", 0.4))
+    h, active = 0.0, False
+    for start, end, gpus in loads(node):
+        if g not in gpus or t < start:
+            continue
+        if t <= end:
+            active = True
+            h = max(h, 1 - math.exp(-(t - start) / tau))
+        else:
+            h = max(h, (1 - math.exp(-(end - start) / tau)) * math.exp(-(t - end) / tau))
+    return h, active
+
+
+def sensors(node, g, t=None):
+    """The GPU's readings at time ``t`` (now): a dict of the sampled quantities."""
+    t = time.time() if t is None else t
+    h, active = _heat(node, g, t)
+    pl = node.fault("power_limit", gpu=g)
+    limit = float(pl.get("watts", 500)) if pl else 700.0
+    load_c = LOAD_C + 0.7 * g
+    if node.fault("thermal", gpu=g):
+        load_c = SLOWDOWN_C + 4.0
+    temp = IDLE_C + 0.3 * g + (load_c - IDLE_C - 0.3 * g) * h
+    reasons = 0 if active else GPU_IDLE
+    sm = MAX_SM_MHZ if active else IDLE_SM_MHZ
+    power = IDLE_W + (0.84 * limit - IDLE_W) * h + 0.6 * g
+    if temp >= SLOWDOWN_C:
+        reasons |= HW_THERMAL | HW_SLOWDOWN
+        sm = 1305
+        power *= 0.8
+    if active and node.fault("power_brake", gpu=g):
+        reasons |= HW_POWER_BRAKE | HW_SLOWDOWN
+        sm = 1095
+        power = min(power, 0.45 * limit)
+    return {
+        "sm": sm,
+        "mem": MEM_MHZ,
+        "temp": round(temp),
+        "mem_temp": round(temp + 4),
+        "power": power,
+        "limit": limit,
+        "util": 100 if active else 0,
+        "reasons": reasons,
+    }
