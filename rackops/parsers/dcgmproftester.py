@@ -10,8 +10,8 @@ One line per worker (one per GPU, one per MIG slice) per report interval (1 s)::
     Worker 0:1 [1004]: … dcgm M:{ GPU: 0, GI: 0, CI: 0 } (1.03e+05 gflops).              MIG, ≥3.2.5
     Worker 0:0[1005]: DramUtil generated 0.123/0.456, dcgm 0.100 (1234.5 GiB/sec)        2.1
     … (1234.5 GiB/sec), bandwidthDivisor 1.125.                                          2.2.6–3.1.8
-    Worker 0/1/0:0[1005]: DramUtil generated 0.123/0.456, dcgm M:0.1 (1.23e+03 GiB/sec). bandwidthDivisor 1.00
-                                                                          3.2.5–4.6 (``/gi/ci``: MIG)
+    Worker 0/1/0:0[1005]: DramUtil generated 0.123/0.456, dcgm M:0.1 (1.23e+03 GiB/sec).
+        bandwidthDivisor 1.00                           (one line) 3.2.5–4.6; ``/gi/ci``: MIG
 
 (``dcgmproftester/PhysicalGpu.cpp`` of NVIDIA/DCGM at each release; whitespace is read
 loosely: one or more spaces, a space or none before ``[``, any indentation.) ``-t 1006``/
@@ -155,9 +155,10 @@ _ERROR = re.compile(
     r"|not (?:been |yet )?implemented|not supported|unsupported|returned)\b",
     re.I,
 )
-_ELISION = re.compile(r"(?:\.{1,4}|…|\[\.\.\.\]|\(\.\.\.\)|(?i:snip\b.*)|(?i:etc\.*))")
+_ELISION = re.compile(r"(?:[.…]+|\[\.\.\.\]|\(\.\.\.\)|(?i:snip\b.*)|(?i:etc\.*))")
 _LOG_PREFIX = re.compile(
-    r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?\s+(?P<sev>[A-Z]{4,7})\s+\[\d{1,12}:\d{1,12}\]\s+"
+    r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?\s+(?P<sev>[A-Z]{4,7})\s+"
+    r"\[\d{1,12}:\d{1,12}\]\s+"
 )
 _LOG_FILE = re.compile(r"\[[^\[\]]{1,512}:\d{1,9}\]")
 _LOG_FUNCTION = re.compile(r"\[[^\[\]]{0,512}\]")
@@ -235,8 +236,11 @@ def _worker_line(run: _Run, n: int, line: str, w: re.Match[str]) -> None:
         run.message(n, w, rest)
     elif re.match(r"Error:", rest) or _ERROR.search(rest):
         run.error(f"line {n}: {line[:200]}")
+    elif (test := bounded(int(w["test"]), "field id", MAX_COUNT)) in (1004, 1005):
+        # a 1004/1005 worker prints readings, Message: and Error: lines only
+        run.error(f"line {n}: a {test} line that is no reading: {line[:100]!r}")
     else:  # GrActivity/SmActivity/… lines, "target max, dcgm 0" (1006-1008 without --cublas)
-        run.no_figure_tests.add(bounded(int(w["test"]), "field id", MAX_COUNT))
+        run.no_figure_tests.add(test)
 
 
 def _line(run: _Run, n: int, raw: str, cut: bool) -> None:

@@ -16,6 +16,7 @@ import markupsafe
 from rackops import data
 from rackops.errors import RackopsError
 from rackops.findings import Finding, Status, Subject
+from rackops.validate.gpureport import gpu_figures, gpu_traces, svg_trace
 from rackops.validate.localise import Verdict, localise
 from rackops.validate.records import damaged, is_number, one_line
 from rackops.validate.rundir import RunDir
@@ -90,6 +91,8 @@ def build_report(run: RunDir) -> dict[str, Any]:
         ),
         "nccl_curves": curves,
         "fleet": _fleet(run),
+        "gpus": gpu_figures(records),
+        "gpu_traces": gpu_traces(run, records),
         "steps": len(records),
     }
 
@@ -319,6 +322,11 @@ def junit(report: dict[str, Any], records: list[dict[str, Any]]) -> str:
                 ET.SubElement(case, "error", message=message)
             elif f["status"] == "WARN":
                 ET.SubElement(case, "system-out").text = f"WARN: {message}"
+            if is_number(f.get("observed")):  # the figure measured, for CI dashboards
+                props = ET.SubElement(case, "properties")
+                for key in ("observed", "expected", "unit"):
+                    if f.get(key) is not None:
+                        ET.SubElement(props, "property", name=key, value=xml_text(str(f[key])))
     ET.indent(suites)
     return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
 
@@ -375,6 +383,7 @@ def prometheus(report: dict[str, Any]) -> str:
         [(port(p), p.get("raw_ber")) for p in ports],
         fmt="{:.3e}",
     )
+    out += _gpu_gauges(report)
     out += [
         "# HELP rackops_culprits Number of things to fix.",
         "# TYPE rackops_culprits gauge",
@@ -392,6 +401,21 @@ def _gauge(
         if is_number(value):  # a sample is a finite number; anything else is never written
             text = ",".join(f'{k}="{_label(v)}"' for k, v in labels.items())
             out.append(f"{name}{{{text}}} {fmt.format(value)}")
+    return out
+
+
+def _gpu_gauges(report: dict[str, Any]) -> list[str]:
+    rows = report.get("gpus", [])
+    out: list[str] = []
+    for field, name, help_text in (
+        ("gemm_tflops", "rackops_gpu_gemm_tflops", "FP16 GEMM per GPU (dcgmproftester -t 1004)."),
+        ("hbm_gbs", "rackops_gpu_hbm_gbs", "Memory bandwidth per GPU (dcgmproftester -t 1005)."),
+        ("sm_mhz", "rackops_gpu_sm_clock_mhz", "Median SM clock under load."),
+        ("power_w", "rackops_gpu_power_watts", "Median power draw under load."),
+    ):
+        out += _gauge(
+            name, help_text, [({"node": g["node"], "gpu": g["gpu"]}, g.get(field)) for g in rows]
+        )
     return out
 
 
@@ -463,6 +487,10 @@ def html(report: dict[str, Any]) -> str:
         curves=[
             (c["name"], markupsafe.Markup(_svg_curve(c)))  # our own SVG, numbers only
             for c in report["nccl_curves"]
+        ],
+        traces=[
+            (f"{t['node']} GPU {t['gpu']}", t, markupsafe.Markup(svg_trace(t)))  # numbers only
+            for t in report.get("gpu_traces", [])
         ],
     )
 

@@ -170,7 +170,22 @@ class GpuLoadStage(StageBase):
                 self.targets[node], ("sh", "-c", 'kill -TERM "$1"', "rackops-stop", pid), 30
             )
         result = h.wait(30.0)
-        findings = self._judge_samples(node, result)
+        kept = keep_tail(result.stdout)
+        note: list[Finding] = []
+        if kept != result.stdout:
+            note.append(
+                Finding(
+                    "LOAD-002",
+                    Status.WARN,
+                    Subject(node=node),
+                    f"{len(result.stdout)} bytes of samples: the first "
+                    f"{len(result.stdout) - len(kept)} were dropped, the last {len(kept)} kept "
+                    "and judged",
+                    remediation="raise checks.gpu_load.sample_interval_ms for runs this long",
+                )
+            )
+            result.stdout = kept
+        findings = note + self._judge_samples(node, result)
         self._record(f"node/{node}/gpu-samples", "node", node, "gpu-samples", result, findings)
 
     def _judge_samples(self, node: str, result: CommandResult) -> list[Finding]:
@@ -178,20 +193,6 @@ class GpuLoadStage(StageBase):
         if result.error is not None:
             return [Finding("LOAD-000", Status.ERROR, subj, f"sampler: {result.error}")]
         text = result.stdout
-        note: list[Finding] = []
-        if len(text) > MAX_INPUT_CHARS:
-            cut = text.find("\n", len(text) - MAX_INPUT_CHARS // 2) + 1
-            head = text.split("\n", 1)[0] + "\n"
-            note.append(
-                Finding(
-                    "LOAD-002",
-                    Status.WARN,
-                    subj,
-                    f"{len(text)} bytes of samples: only the last {len(text) - cut} were judged",
-                    remediation="raise checks.gpu_load.sample_interval_ms for runs this long",
-                )
-            )
-            text = head + text[cut:]
         if not text.strip():
             why = result.stderr.strip().splitlines()[-1:] or [f"exit {result.rc}"]
             return [
@@ -219,7 +220,7 @@ class GpuLoadStage(StageBase):
                 )
             ]
         profile = self.profiles[self.cluster.node(node).profile]
-        return note + judge_samples(parsed.samples, node, profile.load)
+        return judge_samples(parsed.samples, node, profile.load)
 
     # ------------------------------------------------------------------ kernel log
 
@@ -323,6 +324,15 @@ class GpuLoadStage(StageBase):
         return out
 
 
+def keep_tail(text: str, limit: int = MAX_INPUT_CHARS // 2) -> str:
+    """The samples as they are, or their CSV header and the whole rows of the last ``limit``
+    characters (a parser and a raw file each take 16 MiB at most)."""
+    if len(text) <= limit:
+        return text
+    head = text.split("\n", 1)[0] + "\n"
+    return head + text[text.find("\n", len(text) - limit) + 1 :]
+
+
 def split_by_baseline(
     events: list[GpuEvent], baseline: list[GpuEvent] | None
 ) -> tuple[list[GpuEvent], list[GpuEvent]]:
@@ -349,4 +359,4 @@ def _key(e: GpuEvent) -> tuple[Any, ...]:
     return (e.kind, e.code, e.bdf, e.timestamp, e.uptime_s, e.message)
 
 
-__all__ = ["SAMPLER", "GpuLoadStage", "sampler_argv", "split_by_baseline"]
+__all__ = ["SAMPLER", "GpuLoadStage", "keep_tail", "sampler_argv", "split_by_baseline"]
