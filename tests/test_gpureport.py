@@ -27,7 +27,8 @@ def _samples() -> str:
             hot = g == 2 and t > 10
             rows.append(
                 f"2026/11/26 10:00:{t:02d}.000, {g}, 00000000:{18 + g:02X}:00.0, 100, "
-                f"{1305 if hot else 1980}, {92 if hot else 60 + t // 10}, {560 if hot else 590}.00, "
+                f"{1305 if hot else 1980}, {92 if hot else 60 + t // 10}, "
+                f"{560 if hot else 590}.00, "
                 f"{'0x0000000000000048' if hot else '0x0000000000000000'}\n"
             )
     return HEAD + "".join(rows)

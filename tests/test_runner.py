@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from rackops.inventory import load_inventory
 from rackops.profiles import load_profile
@@ -22,6 +23,7 @@ from rackops.validate.report import write_reports
 from rackops.validate.rundir import RunDir
 from rackops.validate.runner import Runner, targets_from_inventory
 
+ROOT = Path(__file__).resolve().parent.parent
 REC = Path(__file__).parent / "fixtures" / "replay" / "lab-2node"
 RAW = REC / "run" / "raw"
 
@@ -357,11 +359,20 @@ def test_resume_runs_only_what_is_missing(tmp_path: Path, kill_after: int) -> No
 # --- node-check: the same judgement on one node, NHC's output ---------------------------------
 
 
+def _recorded_suite(tmp: Path) -> str:
+    """The lab suite as the recording ran it (before GPUs under load), as a suite file."""
+    data = yaml.safe_load((ROOT / "validators/suites/lab.yaml").read_text())
+    del data["checks"]["gpu_load"]
+    (tmp / "lab.yaml").write_text(yaml.safe_dump(data))
+    return str(tmp / "lab.yaml")
+
+
 def test_node_check_is_silent_when_healthy_and_names_the_failure_when_not(tmp_path: Path) -> None:
     from rackops.validate.nodecheck import node_check
 
     inv = str(REC / "inventory")
-    healthy = node_check(inv, "lab", "node01", executor=ReplayExecutor(recording()))
+    suite = _recorded_suite(tmp_path)
+    healthy = node_check(inv, suite, "node01", executor=ReplayExecutor(recording()))
     assert healthy.line() == "" and healthy.status.value == "OK"
     rec = recording()
     smi = next(k for k in rec.exact if k[0] == "node02" and k[1][:2] == ("nvidia-smi", "-q"))
@@ -370,7 +381,7 @@ def test_node_check_is_silent_when_healthy_and_names_the_failure_when_not(tmp_pa
     cut = xml[: xml.rindex("<gpu id=")] + xml[xml.rindex("</gpu>") + len("</gpu>") :]
     cut = re.sub(r"<attached_gpus>\s*8\s*</attached_gpus>", "<attached_gpus>7</attached_gpus>", cut)
     rec.exact[smi] = [Reply(stdout=cut)]
-    sick = node_check(inv, "lab", "node02", executor=ReplayExecutor(rec))
+    sick = node_check(inv, suite, "node02", executor=ReplayExecutor(rec))
     assert sick.status.value == "FAIL"
     assert sick.line().startswith("ERROR: rackops: Health check failed: GPU-"), sick.line()
     # no other node was asked anything
@@ -378,7 +389,7 @@ def test_node_check_is_silent_when_healthy_and_names_the_failure_when_not(tmp_pa
     dcgm = next(k for k in timed.exact if k[0] == "node02" and k[1][0] == "dcgmi")
     timed.exact[dcgm] = [Reply(rc=124, timed_out=True)]
     ex = ReplayExecutor(timed)
-    hung = node_check(inv, "lab", "node02", executor=ex)
+    hung = node_check(inv, suite, "node02", executor=ex)
     assert {c.node for c in ex.calls} == {"node02"}
     assert hung.status.value == "ERROR" and "RUN-TIMEOUT" in hung.line()
 

@@ -101,3 +101,41 @@ def test_physical_layer_faults_are_named_exactly(tmp_path: Path) -> None:
     prom = (tmp_path / "run" / "metrics.prom").read_text()
     assert 'rackops_port_counter_delta{node="node05",hca="mlx5_4",counter="symbol_errors"}' in prom
     assert "rackops_link_latency_us{" in prom
+
+
+GPU_LOAD = (ROOT / "validators/scenarios/gpu-load.yaml").read_text()
+GPU_LOAD_EXPECTED = {
+    ("gpu", "node02", None, 3),  # thermal slowdown under load
+    ("gpu", "node03", None, 1),  # power brake
+    ("gpu", "node04", None, 5),  # Xid 79 during the run
+    ("gpu", "node06", None, 4),  # GEMM below the floor
+    ("gpu", "node07", None, 6),  # HBM below the floor
+}
+
+
+def test_gpus_under_load_faults_are_named_exactly(tmp_path: Path) -> None:
+    """8 nodes, one fault of each GPUs-under-load kind: every GPU sampled while the run loads
+    it, the kernel log read before and after; the Xid from before the run is history."""
+    with lab_with(tmp_path, 8, GPU_LOAD) as inv:
+        rc, report = validate(inv, tmp_path / "run", "--pairing", "sample")
+    assert rc == 2 and report["verdict"] == "REJECTED"
+    assert culprits(report) == GPU_LOAD_EXPECTED, report["culprits"]
+    by = {(c["node"], c["gpu"]): c for c in report["culprits"]}
+    assert "HW Thermal Slowdown" in by[("node02", 3)]["message"]
+    assert "HW Power Brake" in by[("node03", 1)]["message"]
+    assert "fell off the bus during the run" in by[("node04", 5)]["message"]
+    assert "FP16 GEMM" in by[("node06", 4)]["message"]
+    assert "memory bandwidth" in by[("node07", 6)]["message"]
+    assert report["errors"] == []
+    history = [w for w in report["warnings"] if w["code"] == "XID-48"]
+    assert [(w["subject"]["node"], w["subject"]["gpu"]) for w in history] == [("node05", 2)]
+    assert "before the run (history)" in history[0]["message"]
+    assert {w["code"] for w in report["warnings"]} <= {"XID-48", "NCCL-SKIP"}, report["warnings"]
+    # the named GPUs have traces; every GPU its figures
+    traced = {(t["node"], t["gpu"]) for t in report["gpu_traces"]}
+    assert {("node02", 3), ("node03", 1)} <= traced
+    assert len([g for g in report["gpus"] if "gemm_tflops" in g]) == 8 * 8
+    html = (tmp_path / "run" / "report.html").read_text()
+    assert "node02 GPU 3:" in html and 'id="gpus"' in html
+    prom = (tmp_path / "run" / "metrics.prom").read_text()
+    assert 'rackops_gpu_hbm_gbs{node="node07",gpu="6"}' in prom
