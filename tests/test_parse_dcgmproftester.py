@@ -440,11 +440,10 @@ def test_many_lines_are_bounded_and_errors_capped() -> None:
 # ------------------------------------------------------------------------ registry
 
 
-def test_registered_as_a_parse_only_tool() -> None:
+def test_registered_with_both_cuda_flavours() -> None:
     tool = registry()["dcgmproftester"]
-    assert tool.parse is parse_dcgmproftester and tool.check is None
+    assert tool.parse is parse_dcgmproftester
     assert [(b.name, b.package) for b in tool.binaries] == [
         ("dcgmproftester12", "datacenter-gpu-manager"),
         ("dcgmproftester13", "datacenter-gpu-manager"),
     ]
-    assert "per GPU in a run" in tool.no_check

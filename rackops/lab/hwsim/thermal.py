@@ -34,36 +34,45 @@ MEM_MHZ = 2619
 GPU_IDLE, HW_SLOWDOWN, HW_THERMAL, HW_POWER_BRAKE = 0x1, 0x8, 0x40, 0x80
 
 
-def _log(node):
-    return os.path.join(STATE_DIR, "%s-%s" % (node.name, LOAD_LOG))
+def _logs(node):
+    """Where the node's load is logged: the state directory, and for a program that runs as
+    a user who cannot write there (an MPI rank under the login user) a file in /tmp."""
+    name = "%s-%s" % (node.name, LOAD_LOG)
+    return [os.path.join(STATE_DIR, name), os.path.join("/tmp", "rackops-hwsim-" + name)]
 
 
 def run_load(node, gpus, seconds=None):
     """Load ``gpus`` for ``seconds`` (default ``hardware.load_s``): logged, then slept."""
     seconds = float(node.hw.get("load_s", 1.0) if seconds is None else seconds)
     start = time.time()
-    os.makedirs(STATE_DIR, exist_ok=True)
     line = "%.3f %.3f %s\n" % (start, start + seconds, ",".join(str(g) for g in gpus))
-    fd = os.open(_log(node), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    try:
-        os.write(fd, line.encode("ascii"))  # one short O_APPEND write: whole or not at all
-    finally:
-        os.close(fd)
+    for path in _logs(node):
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        except OSError:
+            continue  # not ours to write: the next place
+        try:
+            os.write(fd, line.encode("ascii"))  # one short O_APPEND write: whole or nothing
+        finally:
+            os.close(fd)
+        break
     time.sleep(seconds)
 
 
 def loads(node):
     """Every (start, end, gpus) in the node's load log."""
     out = []
-    try:
-        with open(_log(node), encoding="ascii") as fh:
-            for row in fh:
-                parts = row.split()
-                if len(parts) == 3:
-                    gpus = {int(g) for g in parts[2].split(",") if g.isdigit()}
-                    out.append((float(parts[0]), float(parts[1]), gpus))
-    except (OSError, ValueError):
-        pass
+    for path in _logs(node):
+        try:
+            with open(path, encoding="ascii") as fh:
+                for row in fh:
+                    parts = row.split()
+                    if len(parts) == 3:
+                        gpus = {int(g) for g in parts[2].split(",") if g.isdigit()}
+                        out.append((float(parts[0]), float(parts[1]), gpus))
+        except (OSError, ValueError):
+            continue
     return out
 
 
