@@ -78,7 +78,7 @@ def loads(node):
 
 def _heat(node, g, t):
     """0 idle .. 1 at the load's steady temperature; and whether a load runs now."""
-    tau = float(node.hw.get("thermal_tau_s", 0.4))
+    tau = float(node.hw.get("thermal_tau_s", 0.3))
     h, active = 0.0, False
     for start, end, gpus in loads(node):
         if g not in gpus or t < start:
@@ -99,11 +99,12 @@ def sensors(node, g, t=None):
     limit = float(pl.get("watts", 500)) if pl else 700.0
     load_c = LOAD_C + 0.7 * g
     if node.fault("thermal", gpu=g):
-        load_c = SLOWDOWN_C + 4.0
+        load_c = SLOWDOWN_C + 8.0  # passes slowdown within the first second of a load
     temp = IDLE_C + 0.3 * g + (load_c - IDLE_C - 0.3 * g) * h
     reasons = 0 if active else GPU_IDLE
     sm = MAX_SM_MHZ if active else IDLE_SM_MHZ
-    power = IDLE_W + (0.84 * limit - IDLE_W) * h + 0.6 * g
+    # power follows the load at once (the driver's 1 s average); only the heat lags
+    power = (0.84 * limit if active else IDLE_W) + 0.6 * g
     if temp >= SLOWDOWN_C:
         reasons |= HW_THERMAL | HW_SLOWDOWN
         sm = 1305
