@@ -17,11 +17,13 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from rackops.checks.gpuload import judge_kernel_log, judge_samples
+from rackops.errors import RackopsError
 from rackops.findings import Finding, Status, Subject
 from rackops.parsers import ParseError
 from rackops.parsers._common import MAX_INPUT_CHARS
 from rackops.parsers.kernel_xid import GpuEvent, parse_kernel_xid
 from rackops.parsers.nvidia_smi_perf import parse_smi_samples
+from rackops.tools import parse
 from rackops.tools._common import program_of
 from rackops.tools.kernel_xid import KERNEL_LOG_ARGV
 from rackops.validate.executor import CommandResult, PairLauncher, Started
@@ -67,6 +69,7 @@ def _pid(handle: Started) -> str | None:
 class GpuLoadStage(StageBase):
     _samplers: dict[str, Started]
     _pump_stop: threading.Event
+    _steps: dict[tuple[str, str], dict[str, Any]]  # (node, step) -> its record (load_end)
 
     def load_begin(self, plan: Plan, done: set[str], unreachable: set[str]) -> None:
         params = self.suite.checks.gpu_load
@@ -138,6 +141,13 @@ class GpuLoadStage(StageBase):
                     for n in plan.nodes
                     if n not in unreachable and f"node/{n}/kernel-after" not in done
                 ]
+                # what the judgement needs of stage 1, read once for every node
+                self._steps = {
+                    (r["node"], r["id"].rsplit("/", 1)[-1]): r
+                    for r in self.rundir.records()
+                    if r["kind"] == "node"
+                    and r["id"].endswith(("/kernel-before", "/nvidia-smi-xml"))
+                }
                 list(pool.map(self._kernel_after, todo))
         self._samplers = {}
 
@@ -261,15 +271,23 @@ class GpuLoadStage(StageBase):
             ]
         self._record(step, "node", node, "kernel-xid", result, findings)
 
+    def _raw(self, node: str, step: str) -> str | None:
+        rec = getattr(self, "_steps", {}).get((node, step))
+        if rec is None or any(f["status"] == "ERROR" for f in rec["findings"]):
+            return None
+        try:
+            return self.rundir.read_raw(rec)
+        except RackopsError:
+            return None
+
     def _baseline(self, node: str) -> list[GpuEvent] | None:
-        for rec in self.rundir.records():
-            if rec["id"] == f"node/{node}/kernel-before" and rec.get("stdout"):
-                try:
-                    text = (self.rundir.path / rec["stdout"]).read_text(errors="replace")
-                    return list(parse_kernel_xid(text).events) if text.strip() else []
-                except (OSError, ParseError):
-                    return None
-        return None
+        text = self._raw(node, "kernel-before")
+        if text is None:
+            return None
+        try:
+            return list(parse_kernel_xid(text).events) if text.strip() else []
+        except ParseError:
+            return None
 
     def _kernel_after(self, node: str) -> None:
         step = f"node/{node}/kernel-after"
@@ -312,16 +330,16 @@ class GpuLoadStage(StageBase):
 
     def _gpu_addresses(self, node: str) -> dict[str, int]:
         """PCI address (0000:18:00.0) -> GPU index, from this run's nvidia-smi -q -x."""
-        from rackops.fleet import node_outputs
-
-        out: dict[str, int] = {}
-        for check, parsed in node_outputs(self.rundir, {node}).get(node, {}).items():
-            if check != "nvidia-smi-xml":
-                continue
-            for g in getattr(parsed, "gpus", ()):
-                if g.bus_id:
-                    out[str(g.bus_id)[-12:].lower()] = int(g.index)
-        return out
+        text = self._raw(node, "nvidia-smi-xml")
+        try:
+            parsed = parse("nvidia-smi-xml", text) if text else None
+        except ParseError:
+            parsed = None
+        return {
+            str(g.bus_id)[-12:].lower(): int(g.index)
+            for g in getattr(parsed, "gpus", ())
+            if g.bus_id
+        }
 
 
 def keep_tail(text: str, limit: int = MAX_INPUT_CHARS // 2) -> str:
