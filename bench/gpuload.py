@@ -9,7 +9,8 @@ One podman lab of the largest size with its stand-in hardware installed. For eac
 seconds of state checks), one with `gpu_load` (samples every second, kernel log before and
 after, no GEMM/HBM tests) and one without; the controller's CPU is the user+system time of
 the validate process (getrusage of the waited child). On the node: the run's own sampler
-script run alone for 30 s on node01 under bash's `time` (its shell and nvidia-smi).
+script run alone for 30 s with hwsim's nvidia-smi on PATH, as a lab target has it (its shell
+and nvidia-smi; getrusage of the waited children).
 The lab's nvidia-smi is hwsim's (a Python process); the real one is a C program, so the
 node figure is an upper bound of what the script costs.
 """
@@ -18,8 +19,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
-import shlex
 import subprocess
 import sys
 import tempfile
@@ -71,24 +72,29 @@ def validate(inv: Path, suite: Path, n: int, run: Path) -> tuple[float, float]:
     return wall, cpu
 
 
-def node_cpu(ssh_config: Path, seconds: int = 30) -> float:
-    """CPU seconds the sampler script uses on node01 in ``seconds`` of sampling."""
-    script = shlex.join(sampler_argv(1000))
-    cmd = f"bash -c {shlex.quote(f'time (timeout {seconds} {script} >/dev/null 2>&1)')}"
-    proc = subprocess.run(
-        ["ssh", "-F", str(ssh_config), "node01", cmd],
-        capture_output=True,
-        text=True,
-        timeout=seconds + 60,
-        check=False,
+def node_cpu(tmp: Path, seconds: int = 30) -> float:
+    """CPU seconds the run's sampler script (sh and the nvidia-smi it runs) uses in
+    ``seconds`` of sampling 8 GPUs every second, with hwsim's nvidia-smi on PATH as a lab
+    target has it (run here: the same program, without a container around it)."""
+    b = tmp / "bin"
+    b.mkdir(exist_ok=True)
+    (b / "nvidia-smi").write_text(
+        f'#!/bin/sh\nexec env PYTHONPATH={ROOT / "rackops/lab"} python3 -m hwsim nvidia-smi "$@"\n'
     )
-    total = 0.0
-    for line in proc.stderr.splitlines():
-        parts = line.split()
-        if len(parts) == 2 and parts[0] in ("user", "sys"):
-            m, _, s = parts[1].rstrip("s").partition("m")
-            total += float(m) * 60 + float(s)
-    return total
+    (b / "nvidia-smi").chmod(0o755)
+    env = {
+        **os.environ,
+        "PATH": f"{b}:{os.environ['PATH']}",
+        "RACKOPS_HWSIM_NODE": "node01",
+        "RACKOPS_HWSIM_STATE": str(tmp / "state"),
+        "RACKOPS_HWSIM_SCENARIO": str(tmp / "none"),
+    }
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(
+        ["timeout", str(seconds), *sampler_argv(1000)], env=env, capture_output=True, check=False
+    )
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def one(inv: Path, n: int, tmp: Path, off: Path, on: Path) -> dict[str, float]:
@@ -136,7 +142,7 @@ def main() -> int:
             print(proc.stdout[-2000:], file=sys.stderr)
             return 1
         rows = [one(inv, n, tmp, off, on) for n in sorted(args.nodes)]
-        sampler = node_cpu(inv / "ssh_config")
+        sampler = node_cpu(tmp)
     finally:
         lab.down()
     print(
