@@ -9,7 +9,7 @@ from rackops.findings import Status
 from rackops.parsers.nvidia_smi_perf import parse_smi_samples
 from rackops.profiles import load_profile
 from rackops.tools import parse
-from rackops.validate.stages.gpuload import split_by_baseline
+from rackops.validate.stages.gpuload import _pid, chunks, kill_argv, split_by_baseline
 
 FIX = Path(__file__).parent / "fixtures" / "kernel-xid"
 
@@ -88,3 +88,69 @@ def test_an_event_in_the_read_before_the_run_is_history_and_a_new_one_is_the_run
     # the same line twice after, once before: one of them is new
     history, during = split_by_baseline([before[0], before[0]], [before[0]])
     assert len(history) == 1 and len(during) == 1
+
+
+MIG_CSV = (  # utilization.gpu is [N/A] under MIG: the idle reason tells idle from busy
+    "timestamp, index, pci.bus_id, utilization.gpu [%], clocks.sm [MHz], temperature.gpu, "
+    "power.draw [W], clocks_event_reasons.active\n"
+    "2026/11/26 10:00:00.000, 0, 00000000:18:00.0, [N/A], 345, 40, 80.00, 0x0000000000000001\n"
+    "2026/11/26 10:00:01.000, 0, 00000000:18:00.0, [N/A], 1980, 60, 600.00, 0x0000000000000000\n"
+    "2026/11/26 10:00:02.000, 0, 00000000:18:00.0, [N/A], 1980, 61, 610.00, 0x0000000000000000\n"
+)
+
+
+def test_without_utilisation_an_idle_sample_is_not_taken_as_load() -> None:
+    limits = load_profile("h100-sxm-ndr").profile.load
+    got = judge_samples(parse_smi_samples(MIG_CSV).samples, "n1", limits)
+    assert {f.status for f in got} == {Status.OK}
+    clock = next(f for f in got if f.code == "LOAD-CLOCK")
+    assert clock.observed == 1980
+
+
+def test_a_gpu_never_under_load_is_said_not_passed_silently() -> None:
+    idle = "\n".join(MIG_CSV.splitlines()[:2]) + "\n"
+    got = judge_samples(
+        parse_smi_samples(idle).samples, "n1", load_profile("h100-sxm-ndr").profile.load
+    )
+    warn = [f for f in got if f.status is Status.WARN]
+    assert [(f.code, f.subject.gpu) for f in warn] == [("LOAD-003", None)]
+    assert "GPU 0 never under load" in warn[0].message
+    assert not any(f.code == "LOAD-CLOCK" for f in got)
+
+
+def test_a_line_read_again_with_another_wall_clock_is_still_history() -> None:
+    """dmesg's own stamp is seconds since boot: an NTP step between the two reads moves every
+    wall-clock rendering of an old line, which must not make it the run's."""
+    line = (
+        "[ 1843.308145] NVRM: Xid (PCI:0000:18:00): 79, pid='<unknown>', name=<unknown>, "
+        "GPU has fallen off the bus.\n"
+    )
+    first = parse("kernel-xid", line).events  # type: ignore[attr-defined]
+    again = parse("kernel-xid", line).events  # type: ignore[attr-defined]
+    assert split_by_baseline(list(again), list(first)) == (list(again), [])
+
+
+def test_the_samples_are_cut_into_parseable_pieces_at_row_boundaries() -> None:
+    rows = "".join(f"2026/11/26 10:00:{i % 60:02d}.000, {i % 8}, 1980\n" for i in range(1000))
+    text = "timestamp, index, clocks.sm [MHz]\n" + rows
+    pieces = chunks(text, size=2000)
+    assert len(pieces) > 5 and all(p.startswith("timestamp, index") for p in pieces)
+    assert "".join(p.split("\n", 1)[1] for p in pieces) == rows
+    assert sum(len(parse_smi_samples(p).samples) for p in pieces) == 1000
+
+
+def test_a_pid_that_is_not_a_process_of_ours_is_never_killed() -> None:
+    class H:
+        def __init__(self, err: bytes) -> None:
+            self.err = bytearray(err)
+
+    assert _pid(H(b"rackops-sampler pid 4242\n")) == "4242"  # type: ignore[arg-type]
+    for bad in (
+        b"rackops-sampler pid 0\n",
+        b"rackops-sampler pid 1\n",
+        b"rackops-sampler pid 12; reboot\n",
+        b"rackops-sampler pid -1\n",
+        b"",
+    ):
+        assert _pid(H(bad)) is None, bad  # type: ignore[arg-type]
+    assert kill_argv("4242") == ("sh", "-c", 'kill -TERM "$1"', "rackops-stop", "4242")

@@ -108,3 +108,18 @@ def test_an_xid_is_the_runs_only_if_it_came_with_the_runs_load(tmp_path: Path, w
     assert [(f.code, f.subject.gpu, f.status) for f in findings] == [
         ("XID-79", 1, Status.FAIL if when == "during" else Status.WARN)
     ]
+
+
+def test_a_sampler_whose_nvidia_smi_dies_exits_with_its_status(tmp_path: Path) -> None:
+    """Stopped by the run it exits 0; ended on its own it must not look like a whole run."""
+    b = tmp_path / "bin"
+    b.mkdir()
+    (b / "nvidia-smi").write_text(
+        "#!/bin/sh\necho 'NVIDIA-SMI has failed because it couldn'\"'\"'t communicate with the "
+        "NVIDIA driver.'\nexit 9\n"
+    )
+    (b / "nvidia-smi").chmod(0o755)
+    env = {**os.environ, "PATH": f"{b}:{os.environ['PATH']}"}
+    proc = subprocess.run(sampler_argv(200), env=env, capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 9
+    assert "rackops-sampler: nvidia-smi exited 9" in proc.stderr

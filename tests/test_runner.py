@@ -8,15 +8,19 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from rackops import tools
 from rackops.inventory import load_inventory
 from rackops.profiles import load_profile
 from rackops.suites import load_suite
+from rackops.validate.executor import CommandResult, Target
 from rackops.validate.plan import make_plan
 from rackops.validate.replay import Recording, ReplayExecutor, Reply, key_of
 from rackops.validate.report import write_reports
@@ -461,3 +465,44 @@ def test_after_a_client_that_could_not_connect_the_server_is_stopped_not_waited_
     assert pairs and all(
         any(f["status"] != "OK" for f in x["findings"] if f["code"] != "C-25") for x in pairs
     )
+
+
+class Overlaps(ReplayExecutor):
+    """Replays, holding each GPU-loading command a moment, and notes any two on one node at
+    once."""
+
+    def __init__(self, rec: Recording) -> None:
+        super().__init__(rec)
+        self.busy: dict[str, int] = {}
+        self.overlaps: list[tuple[str, str]] = []
+        self.guard = threading.Lock()
+
+    def run_many(
+        self, jobs: Sequence[tuple[Target, Sequence[str]]], timeout: float
+    ) -> list[CommandResult]:
+        loads = [t.name for t, argv in jobs if argv[0] in ("dcgmi", "all_reduce_perf")]
+        with self.guard:
+            for n in loads:
+                if self.busy.get(n):
+                    self.overlaps.append((n, jobs[0][1][0]))
+                self.busy[n] = self.busy.get(n, 0) + 1
+        if loads:
+            time.sleep(0.3)
+        try:
+            return super().run_many(jobs, timeout)
+        finally:
+            with self.guard:
+                for n in loads:
+                    self.busy[n] -= 1
+
+
+def test_checks_that_load_the_gpus_never_run_together_on_a_node(tmp_path: Path) -> None:
+    """DCGM and single-node NCCL each load every GPU of a node: run at once, each would
+    measure half the GPUs (and per-GPU GEMM/HBM figures would fall below their floors)."""
+    ex = Overlaps(recording())
+    r, plan = runner(tmp_path / "run", ex)
+    loads = {c.tool for c in plan.node_checks if tools.get(c.tool).loads_gpus}
+    assert loads == {"dcgmi-diag", "nccl-tests"}
+    r.run(plan)
+    assert ex.overlaps == []
+    assert statuses(tmp_path / "run")  # the run went on to the end

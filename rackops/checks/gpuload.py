@@ -103,16 +103,42 @@ def judge_samples(samples: Sequence[Any], node: str, limits: Any = None) -> list
     for s in samples:
         by_gpu[(s.index, s.bus_id)].append(s)
     out = []
+    idle = []
     for (index, bus), rows in sorted(by_gpu.items(), key=lambda kv: (str(kv[0][0]), str(kv[0][1]))):
         out += _judge_gpu(index, bus, rows, node, limits)
+        if not any(_loaded(s) for s in rows):
+            idle.append(str(index if index is not None else bus))
+    if idle:
+        out.append(
+            Finding(
+                "LOAD-003",
+                Status.WARN,
+                Subject(node=node),
+                f"GPU {', '.join(idle)} never under load in the samples (busy < "
+                f"{LOADED_UTIL_PCT:g} % or idle in every one): clocks and power not judged "
+                "under load",
+                remediation="run a suite that loads the GPUs (dcgm level >= 2, NCCL, "
+                "gpu_load.gemm/hbm) with gpu_load sampling on",
+            )
+        )
     return out
+
+
+def _loaded(s: Any) -> bool:
+    """Under load: busy by utilization.gpu; where the driver prints none (MIG: [N/A]), not
+    idle by the clock event reasons; with neither, taken as loaded (nothing says otherwise)."""
+    if s.util_pct is not None:
+        return bool(s.util_pct >= LOADED_UTIL_PCT)
+    if s.reasons_mask is not None:
+        return "gpu_idle" not in s.reasons
+    return True
 
 
 def _judge_gpu(
     index: int | None, bus: str | None, rows: list[Any], node: str, limits: Any
 ) -> list[Finding]:
     subj = Subject(node=node, gpu=index, bus_id=bus)
-    loaded = [s for s in rows if s.util_pct is None or s.util_pct >= LOADED_UTIL_PCT]
+    loaded = [s for s in rows if _loaded(s)]
     problems: list[str] = []
     counts: dict[str, int] = {}
     for s in rows:

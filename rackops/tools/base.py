@@ -72,4 +72,5 @@ class Tool:
     binaries: tuple[Binary, ...] = ()
     both_streams: bool = False  # its parser reads stdout and stderr together
     settles: bool = False  # a FAIL may be a link still training: re-read in the hold-down
+    loads_gpus: bool = False  # it loads every GPU: one such check per node at a time (stage 1)
     no_check: str = ""  # why `rackops check` cannot judge one output of it

@@ -36,6 +36,7 @@ TOOL = Tool(
     check=check,
     plan=plan,
     order=110,
+    loads_gpus=True,
     binaries=(
         Binary("dcgmi", "datacenter-gpu-manager"),
         Binary("nv-hostengine", "datacenter-gpu-manager", daemon=True),

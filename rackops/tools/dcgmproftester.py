@@ -65,6 +65,7 @@ TOOL = Tool(
     check=check,
     plan=plan,
     order=115,  # after dcgmi diag, a load of its own
+    loads_gpus=True,
     binaries=(
         Binary("dcgmproftester12", "datacenter-gpu-manager"),
         Binary("dcgmproftester13", "datacenter-gpu-manager"),

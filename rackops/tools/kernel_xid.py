@@ -7,8 +7,10 @@ from __future__ import annotations
 from rackops.parsers.kernel_xid import parse_kernel_xid
 from rackops.tools.base import Binary, Tool
 
-# the ring buffer with wall-clock stamps: what a run reads before and after its load
-KERNEL_LOG_ARGV = ("dmesg", "--time-format", "iso")
+# the ring buffer as the kernel stamps it (seconds since boot): a run reads it before and
+# after its load, and a line keeps its stamp across the two reads even if the wall clock
+# steps in between (NTP on a new rack), which `--time-format iso` would not
+KERNEL_LOG_ARGV = ("dmesg",)
 
 TOOL = Tool(
     "kernel-xid",

@@ -61,4 +61,5 @@ TOOL = Tool(
     order=120,
     binaries=tuple(Binary(c, "nccl-tests") for c in COLLECTIVES),
     both_streams=True,
+    loads_gpus=True,
 )

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from rackops.checks.gpuload import THROTTLES
 from rackops.errors import RackopsError
 from rackops.parsers import ParseError
 from rackops.parsers.nvidia_smi_perf import parse_smi_samples
@@ -106,12 +107,7 @@ def _series(rows: list[Any]) -> dict[str, Any]:
     }
 
 
-THROTTLE_NAMES = {
-    "hw_slowdown",
-    "hw_thermal_slowdown",
-    "hw_power_brake_slowdown",
-    "sw_thermal_slowdown",
-}
+THROTTLE_NAMES = set(THROTTLES)  # the reasons that are the hardware's doing, as judged
 SERIES = (("sm_mhz", "SM MHz", "#2563eb"), ("temp_c", "°C", "#dc2626"), ("power_w", "W", "#16a34a"))
 
 

@@ -19,6 +19,7 @@ from typing import overload
 from rackops.errors import RackopsError
 from rackops.inventory.model import Cluster, Node
 from rackops.suites import Suite
+from rackops.tools import get as get_tool
 from rackops.tools import node_checks
 from rackops.tools.base import NodeCheck
 
@@ -225,7 +226,8 @@ def make_plan(
     if suite.checks.nccl_multi_node and len(names) > 1:
         groups.append(NcclGroup("all", tuple(names)))
     checks = node_checks(suite, cluster)
-    per_node = max((c.expected_s for c in checks), default=0) * 1.2
+    serial = sum(c.expected_s for c in checks if get_tool(c.tool).loads_gpus)  # one at a time
+    per_node = max(max((c.expected_s for c in checks), default=0), serial) * 1.2
     per_round = (bw.duration_s * 1.3 + 5) * max(1, bw.repeats) if bw else 0
     if suite.checks.perftest_lat:  # ~1 µs per iteration, plus connecting both ends
         per_round += suite.checks.perftest_lat.iterations * 5e-6 + 3

@@ -314,6 +314,11 @@ def junit(report: dict[str, Any], records: list[dict[str, Any]]) -> str:
                 time=str(took if is_number(took) else 0),
             )
             message = xml_text(f["message"])
+            if is_number(f.get("observed")):  # the figure measured, for CI dashboards
+                props = ET.SubElement(case, "properties")  # first, as the JUnit schema has it
+                for key in ("observed", "expected", "unit"):
+                    if f.get(key) is not None:
+                        ET.SubElement(props, "property", name=key, value=xml_text(str(f[key])))
             if f["status"] == "FAIL":
                 ET.SubElement(case, "failure", message=message).text = xml_text(
                     f.get("remediation") or ""
@@ -322,11 +327,7 @@ def junit(report: dict[str, Any], records: list[dict[str, Any]]) -> str:
                 ET.SubElement(case, "error", message=message)
             elif f["status"] == "WARN":
                 ET.SubElement(case, "system-out").text = f"WARN: {message}"
-            if is_number(f.get("observed")):  # the figure measured, for CI dashboards
-                props = ET.SubElement(case, "properties")
-                for key in ("observed", "expected", "unit"):
-                    if f.get(key) is not None:
-                        ET.SubElement(props, "property", name=key, value=xml_text(str(f[key])))
+
     ET.indent(suites)
     return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
 

@@ -103,8 +103,10 @@ class Runner(NodeStage, FleetStage, GpuLoadStage, PairStage, NcclStage):
         try:
             unreachable |= self.node_stage(plan, done)
             self._loaded_stages(plan, done, unreachable)
-        finally:
-            self.load_end(plan, done, unreachable)  # samplers stopped, kernel log judged
+        except BaseException:
+            self.load_abort()  # samplers stopped, nothing recorded: --resume watches anew
+            raise
+        self.load_end(plan, done, unreachable)  # samplers stopped, kernel log judged
         self._peers(done)
         self.progress(f"[run] finished in {time.monotonic() - started:.1f} s")
 

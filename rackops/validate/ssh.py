@@ -198,7 +198,7 @@ class SshExecutor:
         mpirun_args: Sequence[str] = (),
         connect_timeout: float = 10,
         known_hosts: Path | None = None,
-        max_sessions: int = 8,
+        max_sessions: int = 9,  # 8 rails' perftests at once, and the GPU sampler
         ssh_config: Path | None = USER_SSH_CONFIG,
     ) -> None:
         self.ssh_config = ssh_config

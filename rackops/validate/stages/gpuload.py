@@ -36,18 +36,21 @@ SAMPLE_FIELDS = (
     "temperature.memory,power.draw,power.limit"
 )
 # $1: the interval in ms. The shell's pid goes to stderr first (how the run stops it); on
-# TERM it stops nvidia-smi, waits for its last row and exits 0.
+# TERM it stops nvidia-smi, waits for its last row and exits 0. If nvidia-smi ends on its own,
+# the script exits with its status: a sampler that stopped early is not a whole run.
 SAMPLER = (
+    "trap 'stopped=1; [ -n \"$p\" ] && kill $p 2>/dev/null' TERM INT HUP\n"
     'echo "rackops-sampler pid $$" >&2\n'
     "R=clocks_event_reasons.active\n"
     "nvidia-smi --query-gpu=$R --format=csv,noheader >/dev/null 2>&1 "
     "|| R=clocks_throttle_reasons.active\n"
     f'nvidia-smi --query-gpu={SAMPLE_FIELDS},$R --format=csv,nounits -lms "$1" &\n'
     "p=$!\n"
-    "trap 'kill $p 2>/dev/null' TERM INT HUP\n"
     "wait $p\n"
-    "wait $p\n"
-    "exit 0\n"
+    "rc=$?\n"
+    'if [ -n "$stopped" ]; then wait $p; exit 0; fi\n'
+    'echo "rackops-sampler: nvidia-smi exited $rc" >&2\n'
+    "exit $rc\n"
 )
 PID_MARK = b"rackops-sampler pid "
 NEVER = b"\x00rackops: pump only\x00"
@@ -63,18 +66,23 @@ def _pid(handle: Started) -> str | None:
     if at < 0:
         return None
     digits = err[at + len(PID_MARK) :].split(b"\n", 1)[0].strip()
-    return digits.decode() if digits.isdigit() and len(digits) <= 10 else None
+    ok = digits.isdigit() and len(digits) <= 10 and int(digits) > 1  # never 0 (group), 1 (init)
+    return digits.decode() if ok else None
 
 
 class GpuLoadStage(StageBase):
     _samplers: dict[str, Started]
+    _not_started: dict[str, str]  # node -> why its sampler could not be started
     _pump_stop: threading.Event
+    _pump_thread: threading.Thread | None
+    _bus_index: dict[str, dict[str, int]]  # node -> PCI address -> GPU index, as sampled
     _steps: dict[tuple[str, str], dict[str, Any]]  # (node, step) -> its record (load_end)
 
     def load_begin(self, plan: Plan, done: set[str], unreachable: set[str]) -> None:
         params = self.suite.checks.gpu_load
-        self._samplers = {}
+        self._samplers, self._not_started, self._bus_index = {}, {}, {}
         self._pump_stop = threading.Event()
+        self._pump_thread = None
         if params is None:
             return
         nodes = [n for n in plan.nodes if n not in unreachable]
@@ -112,11 +120,13 @@ class GpuLoadStage(StageBase):
                 h = self.executor.start(
                     self.targets[n], sampler_argv(params.sample_interval_ms), budget
                 )
-            except Exception:
+            except Exception as exc:
+                self._not_started[n] = str(exc)[:300] or type(exc).__name__
                 continue
             self._samplers[n] = h
         if self._samplers:
-            threading.Thread(target=self._pump, daemon=True).start()
+            self._pump_thread = threading.Thread(target=self._pump, daemon=True)
+            self._pump_thread.start()
             self.progress(
                 f"[load] sampling {len(self._samplers)} node(s) every "
                 f"{params.sample_interval_ms} ms"
@@ -128,11 +138,32 @@ class GpuLoadStage(StageBase):
             for h in list(self._samplers.values()):
                 h.wait_for(NEVER, 0.01)
 
+    def _pump_off(self) -> None:
+        self._pump_stop.set()
+        if self._pump_thread is not None:
+            self._pump_thread.join(10.0)  # the stop reads the handles after it: not both at once
+            self._pump_thread = None
+
+    def load_abort(self) -> None:
+        """The run was interrupted: stop every sampler and record nothing, so a resumed run
+        starts its own samplers and reads the kernel log after its own load."""
+        if not getattr(self, "_samplers", None):
+            return
+        self._pump_off()
+        for node, h in self._samplers.items():
+            pid = _pid(h)
+            if pid is not None and not h.exited():
+                self.executor.run(self.targets[node], kill_argv(pid), 10)
+        self._samplers = {}
+
     def load_end(self, plan: Plan, done: set[str], unreachable: set[str]) -> None:
         params = self.suite.checks.gpu_load
         if params is None:
             return
-        self._pump_stop.set()
+        self._pump_off()
+        for n, why in sorted(self._not_started.items()):
+            if n not in unreachable:
+                self._no_samples(n, f"the sampler could not be started: {why}")
         with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
             list(pool.map(self._stop, sorted(self._samplers)))
             if params.kernel_log:
@@ -175,35 +206,45 @@ class GpuLoadStage(StageBase):
         h = self._samplers[node]
         h.wait_for(PID_MARK, 5.0)
         pid = _pid(h)
-        if pid is not None:
-            self.executor.run(
-                self.targets[node], ("sh", "-c", 'kill -TERM "$1"', "rackops-stop", pid), 30
-            )
+        early = h.exited()  # it stopped on its own: the load after that was not watched
+        if pid is not None and not early:
+            self.executor.run(self.targets[node], kill_argv(pid), 30)
         result = h.wait(30.0)
+        findings = self._judge_samples(node, result)
+        if early or result.timed_out or (result.rc not in (0, None) and result.error is None):
+            why = "timed out" if result.timed_out else f"exited {result.rc}"
+            tail = " | ".join(result.stderr.strip().splitlines()[-2:])[:300]
+            findings.append(
+                Finding(
+                    "LOAD-001",
+                    Status.ERROR,
+                    Subject(node=node),
+                    f"the GPU sampler stopped before the load ended ({why}"
+                    + (f": {tail}" if tail else "")
+                    + "): the samples cover only part of the run",
+                    remediation="check nvidia-smi and the driver on the node (dmesg); rerun",
+                )
+            )
         kept = keep_tail(result.stdout)
-        note: list[Finding] = []
-        if kept != result.stdout:
-            note.append(
+        if len(kept) < len(result.stdout):
+            findings.append(
                 Finding(
                     "LOAD-002",
                     Status.WARN,
                     Subject(node=node),
-                    f"{len(result.stdout)} bytes of samples: the first "
-                    f"{len(result.stdout) - len(kept)} were dropped, the last {len(kept)} kept "
-                    "and judged",
+                    f"{len(result.stdout)} characters of samples, all judged; the run directory "
+                    f"keeps the last {len(kept)} (the report's traces show that part)",
                     remediation="raise checks.gpu_load.sample_interval_ms for runs this long",
                 )
             )
             result.stdout = kept
-        findings = note + self._judge_samples(node, result)
         self._record(f"node/{node}/gpu-samples", "node", node, "gpu-samples", result, findings)
 
     def _judge_samples(self, node: str, result: CommandResult) -> list[Finding]:
         subj = Subject(node=node)
         if result.error is not None:
             return [Finding("LOAD-000", Status.ERROR, subj, f"sampler: {result.error}")]
-        text = result.stdout
-        if not text.strip():
+        if not result.stdout.strip():
             why = result.stderr.strip().splitlines()[-1:] or [f"exit {result.rc}"]
             return [
                 Finding(
@@ -214,23 +255,32 @@ class GpuLoadStage(StageBase):
                     remediation="check nvidia-smi on the node",
                 )
             ]
+        samples: list[Any] = []
+        errors: list[str] = []
         try:
-            parsed = parse_smi_samples(text)
+            for chunk in chunks(result.stdout):
+                parsed = parse_smi_samples(chunk)
+                samples += parsed.samples
+                # the sampler was stopped: its last row may be cut, nothing else may be wrong
+                errors += [e for e in parsed.errors if "no final newline" not in e]
         except ParseError as exc:
             return [Finding("LOAD-000", Status.ERROR, subj, f"samples unreadable: {exc}")]
-        # the sampler was stopped: its last row may be cut, nothing else may be wrong
-        bad = [e for e in parsed.errors if "no final newline" not in e]
-        if bad or not parsed.samples:
-            return [
+        out = []
+        if errors or not samples:
+            out.append(
                 Finding(
                     "LOAD-000",
                     Status.ERROR,
                     subj,
-                    f"samples not whole: {'; '.join(bad[:3]) or 'no sample row'}",
+                    f"samples not whole: {'; '.join(errors[:3]) or 'no sample row'}",
+                    remediation="check nvidia-smi on the node; rerun",
                 )
-            ]
+            )
+        self._bus_index[node] = {
+            s.bus_id[-12:].lower(): s.index for s in samples if s.bus_id and s.index is not None
+        }
         profile = self.profiles[self.cluster.node(node).profile]
-        return judge_samples(parsed.samples, node, profile.load)
+        return out + judge_samples(samples, node, profile.load)
 
     # ------------------------------------------------------------------ kernel log
 
@@ -329,7 +379,10 @@ class GpuLoadStage(StageBase):
         return out or [Finding("XID-OK", Status.OK, subj, "no GPU event in the kernel log")]
 
     def _gpu_addresses(self, node: str) -> dict[str, int]:
-        """PCI address (0000:18:00.0) -> GPU index, from this run's nvidia-smi -q -x."""
+        """PCI address (0000:18:00.0) -> GPU index: as the samples name GPUs (nvidia-smi's
+        index, the one every per-GPU finding uses), else from this run's nvidia-smi -q -x."""
+        if self._bus_index.get(node):
+            return self._bus_index[node]
         text = self._raw(node, "nvidia-smi-xml")
         try:
             parsed = parse("nvidia-smi-xml", text) if text else None
@@ -340,6 +393,27 @@ class GpuLoadStage(StageBase):
             for g in getattr(parsed, "gpus", ())
             if g.bus_id
         }
+
+
+def kill_argv(pid: str) -> tuple[str, ...]:
+    """How the run stops a sampler: TERM to the pid it printed (digits only, > 1)."""
+    return ("sh", "-c", 'kill -TERM "$1"', "rackops-stop", pid)
+
+
+CHUNK = MAX_INPUT_CHARS // 2
+
+
+def chunks(text: str, size: int = CHUNK) -> list[str]:
+    """The CSV cut at row boundaries into pieces a parser takes, each with the header."""
+    if len(text) <= size:
+        return [text]
+    head, _, rest = text.partition("\n")
+    out, at = [], 0
+    while at < len(rest):
+        end = rest.find("\n", at + size) + 1 or len(rest)
+        out.append(head + "\n" + rest[at:end])
+        at = end
+    return out
 
 
 def keep_tail(text: str, limit: int = MAX_INPUT_CHARS // 2) -> str:
@@ -374,7 +448,18 @@ def split_by_baseline(
 
 
 def _key(e: GpuEvent) -> tuple[Any, ...]:
-    return (e.kind, e.code, e.bdf, e.timestamp, e.uptime_s, e.message)
+    """An event's identity across two reads: its uptime stamp where dmesg printed one (the
+    kernel's own clock: a wall-clock step between the reads changes nothing), else the
+    timestamp as printed."""
+    return (e.kind, e.code, e.bdf, e.message, e.uptime_s if e.uptime_s is not None else e.timestamp)
 
 
-__all__ = ["SAMPLER", "GpuLoadStage", "keep_tail", "sampler_argv", "split_by_baseline"]
+__all__ = [
+    "SAMPLER",
+    "GpuLoadStage",
+    "chunks",
+    "keep_tail",
+    "kill_argv",
+    "sampler_argv",
+    "split_by_baseline",
+]

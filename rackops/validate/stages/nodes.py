@@ -3,6 +3,7 @@ reads and how it is judged)."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -53,13 +54,25 @@ class NodeStage(StageBase):
             else:
                 items.append([nc])
 
+        # a check that loads every GPU (DCGM, NCCL, GEMM/HBM) waits for another on its node:
+        # two at once would each measure half the GPUs, and the per-GPU figures would fail
+        gpu_locks = {n: threading.Lock() for n in plan.nodes}
+
         def one(item: list[tuple[str, NodeCheck]]) -> None:
             live = [(n, c) for n, c in item if n not in unreachable]
             if not live:
                 return
-            results = self.executor.run_many(
-                [(self.targets[n], c.argv) for n, c in live], max(c.timeout_s for _, c in live)
-            )
+            held = sorted({n for n, c in live if get_tool(c.tool).loads_gpus})
+            for n in held:  # in name order: two batches never wait for each other's nodes
+                gpu_locks[n].acquire()
+            try:
+                results = self.executor.run_many(
+                    [(self.targets[n], c.argv) for n, c in live],
+                    max(c.timeout_s for _, c in live),
+                )
+            finally:
+                for n in held:
+                    gpu_locks[n].release()
             for (node, check), result in zip(live, results, strict=True):
                 self._node_result(node, check, result, unreachable)
 
