@@ -154,3 +154,10 @@ def test_a_pid_that_is_not_a_process_of_ours_is_never_killed() -> None:
     ):
         assert _pid(H(bad)) is None, bad  # type: ignore[arg-type]
     assert kill_argv("4242") == ("sh", "-c", 'kill -TERM "$1"', "rackops-stop", "4242")
+
+
+def test_idle_gpus_are_not_a_warning_when_nothing_was_meant_to_load_them() -> None:
+    """A resumed run whose loading checks were all done before it samples idle GPUs."""
+    idle = "\n".join(MIG_CSV.splitlines()[:2]) + "\n"
+    got = judge_samples(parse_smi_samples(idle).samples, "n1", None, expect_load=False)
+    assert {f.status for f in got} == {Status.OK}

@@ -93,12 +93,16 @@ def _median(xs: Sequence[float]) -> float | None:
     return statistics.median(xs) if xs else None
 
 
-def judge_samples(samples: Sequence[Any], node: str, limits: Any = None) -> list[Finding]:
+def judge_samples(
+    samples: Sequence[Any], node: str, limits: Any = None, *, expect_load: bool = True
+) -> list[Finding]:
     """Samples from ``parse_smi_samples`` taken during the run, judged per GPU: a reason
     that means the hardware held the clocks down (any sample), a temperature above the
     profile's ceiling (any sample), the median SM clock under load below its floor. One FAIL
     per GPU lists every problem; a healthy GPU's median clock and power under load are OK
-    findings with units, for the peer gate. ``limits``: the profile's ``load`` (or None)."""
+    findings with units, for the peer gate. ``limits``: the profile's ``load`` (or None);
+    ``expect_load``: something loaded the GPUs while they were sampled (a GPU never seen
+    under load is then a WARN; a resumed run whose loads were all done before is not)."""
     by_gpu: dict[tuple[int | None, str | None], list[Any]] = defaultdict(list)
     for s in samples:
         by_gpu[(s.index, s.bus_id)].append(s)
@@ -108,7 +112,7 @@ def judge_samples(samples: Sequence[Any], node: str, limits: Any = None) -> list
         out += _judge_gpu(index, bus, rows, node, limits)
         if not any(_loaded(s) for s in rows):
             idle.append(str(index if index is not None else bus))
-    if idle:
+    if idle and expect_load:
         out.append(
             Finding(
                 "LOAD-003",

@@ -23,7 +23,7 @@ from rackops.parsers import ParseError
 from rackops.parsers._common import MAX_INPUT_CHARS
 from rackops.parsers.kernel_xid import GpuEvent, parse_kernel_xid
 from rackops.parsers.nvidia_smi_perf import parse_smi_samples
-from rackops.tools import parse
+from rackops.tools import parse, registry
 from rackops.tools._common import program_of
 from rackops.tools.kernel_xid import KERNEL_LOG_ARGV
 from rackops.validate.executor import CommandResult, PairLauncher, Started
@@ -76,6 +76,7 @@ class GpuLoadStage(StageBase):
     _pump_stop: threading.Event
     _pump_thread: threading.Thread | None
     _bus_index: dict[str, dict[str, int]]  # node -> PCI address -> GPU index, as sampled
+    _loaded_now: set[str]  # nodes a GPU-loading check ran on in this invocation (load_end)
     _steps: dict[tuple[str, str], dict[str, Any]]  # (node, step) -> its record (load_end)
 
     def load_begin(self, plan: Plan, done: set[str], unreachable: set[str]) -> None:
@@ -164,6 +165,12 @@ class GpuLoadStage(StageBase):
         for n, why in sorted(self._not_started.items()):
             if n not in unreachable:
                 self._no_samples(n, f"the sampler could not be started: {why}")
+        loaders = {t.name for t in registry().values() if t.loads_gpus}
+        self._loaded_now = {  # nodes whose GPUs a check of this invocation loaded
+            r["node"]
+            for r in self.rundir.records()
+            if r["kind"] == "node" and r["tool"] in loaders and r["id"] not in done
+        }
         with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
             list(pool.map(self._stop, sorted(self._samplers)))
             if params.kernel_log:
@@ -280,7 +287,8 @@ class GpuLoadStage(StageBase):
             s.bus_id[-12:].lower(): s.index for s in samples if s.bus_id and s.index is not None
         }
         profile = self.profiles[self.cluster.node(node).profile]
-        return out + judge_samples(samples, node, profile.load)
+        expect = node in getattr(self, "_loaded_now", {node})
+        return out + judge_samples(samples, node, profile.load, expect_load=expect)
 
     # ------------------------------------------------------------------ kernel log
 
