@@ -22,6 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from _lab import playbook
+
 from rackops import lab
 from rackops.fleet import judge, read_table
 from rackops.fleet.capture import capture
@@ -100,24 +102,7 @@ def main() -> int:
     try:
         tags = ("--tags", "net_mtu,hugepages,irq_affinity,roce_host_qos")
         for play, extra in (("lab-hardware.yml", ()), ("provision.yml", tags)):
-            proc = subprocess.run(
-                [
-                    str(BIN / "ansible-playbook"),
-                    "-i",
-                    str(inv),
-                    f"playbooks/{play}",
-                    "-f",
-                    "16",
-                    *extra,
-                ],
-                cwd=ROOT,
-                capture_output=True,
-                text=True,
-                timeout=3600,
-                check=False,
-            )
-            if proc.returncode != 0:
-                print(proc.stdout[-2000:], file=sys.stderr)
+            if not playbook(inv, play, *extra):
                 return 1
         rows = [one(inv, n, tmp) for n in sorted(args.nodes)]
     finally:

@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 import yaml
+from _lab import playbook
 
 from rackops import lab
 from rackops.validate.rundir import RunDir
@@ -123,23 +124,7 @@ def main() -> int:
     off, on = suites(tmp)
     lab.up(nodes=max(args.nodes), inventory=str(inv))  # podman: 32 nspawn boots time out here
     try:
-        proc = subprocess.run(
-            [
-                str(BIN / "ansible-playbook"),
-                "-i",
-                str(inv),
-                "playbooks/lab-hardware.yml",
-                "-f",
-                "16",
-            ],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=3600,
-            check=False,
-        )
-        if proc.returncode != 0:
-            print(proc.stdout[-2000:], file=sys.stderr)
+        if not playbook(inv, "lab-hardware.yml"):
             return 1
         rows = [one(inv, n, tmp, off, on) for n in sorted(args.nodes)]
         sampler = node_cpu(tmp)

@@ -11,16 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_runner import REC, recording
+from test_runner import recording, runner
 
-from rackops.inventory import load_inventory
-from rackops.profiles import load_profile
-from rackops.suites import GpuLoadParams, load_suite
+from rackops.suites import GpuLoadParams
 from rackops.validate.executor import CommandResult, Target
-from rackops.validate.plan import make_plan
 from rackops.validate.replay import ReplayExecutor
 from rackops.validate.rundir import RunDir
-from rackops.validate.runner import Runner, targets_from_inventory
 from rackops.validate.stages.gpuload import SAMPLER
 
 HEAD = (
@@ -103,25 +99,9 @@ class Node(ReplayExecutor):
 
 def run(tmp: Path, ex: ReplayExecutor) -> dict[str, list[tuple[str, str, Any]]]:
     """Run the recorded rack's lab suite with GPU sampling; each step's findings."""
-    inv = str(REC / "inventory")
-    result = load_inventory(inv)
-    cluster = result.raise_for_errors()
-    suite = load_suite("lab", REC / "inventory")
     load = GpuLoadParams(sample_interval_ms=250, kernel_log=True)  # no GEMM/HBM recorded
-    suite = suite.model_copy(update={"checks": suite.checks.model_copy(update={"gpu_load": load})})
-    profiles = {n.profile: load_profile(n.profile).profile for n in cluster.nodes}
-    r = Runner(
-        cluster,
-        suite,
-        profiles,
-        targets_from_inventory(result, cluster),
-        ex,
-        RunDir(tmp),
-        concurrency=8,
-        lab=True,
-        progress=lambda _m: None,
-    )
-    r.run(make_plan(cluster, suite))
+    r, plan = runner(tmp, ex, {"gpu_load": load})
+    r.run(plan)
     return {
         rec["id"]: [(f["status"], f["code"], f["subject"]["gpu"]) for f in rec["findings"]]
         for rec in RunDir(tmp).records()

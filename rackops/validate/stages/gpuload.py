@@ -82,6 +82,7 @@ class GpuLoadStage(StageBase):
     def load_begin(self, plan: Plan, done: set[str], unreachable: set[str]) -> None:
         params = self.suite.checks.gpu_load
         self._samplers, self._not_started, self._bus_index = {}, {}, {}
+        self._steps, self._loaded_now = {}, set()
         self._pump_stop = threading.Event()
         self._pump_thread = None
         if params is None:
@@ -148,7 +149,7 @@ class GpuLoadStage(StageBase):
     def load_abort(self) -> None:
         """The run was interrupted: stop every sampler and record nothing, so a resumed run
         starts its own samplers and reads the kernel log after its own load."""
-        if not getattr(self, "_samplers", None):
+        if not self._samplers:
             return
         self._pump_off()
         for node, h in self._samplers.items():
@@ -287,7 +288,7 @@ class GpuLoadStage(StageBase):
             s.bus_id[-12:].lower(): s.index for s in samples if s.bus_id and s.index is not None
         }
         profile = self.profiles[self.cluster.node(node).profile]
-        expect = node in getattr(self, "_loaded_now", {node})
+        expect = node in self._loaded_now
         return out + judge_samples(samples, node, profile.load, expect_load=expect)
 
     # ------------------------------------------------------------------ kernel log
@@ -330,7 +331,7 @@ class GpuLoadStage(StageBase):
         self._record(step, "node", node, "kernel-xid", result, findings)
 
     def _raw(self, node: str, step: str) -> str | None:
-        rec = getattr(self, "_steps", {}).get((node, step))
+        rec = self._steps.get((node, step))
         if rec is None or any(f["status"] == "ERROR" for f in rec["findings"]):
             return None
         try:
