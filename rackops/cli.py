@@ -357,7 +357,13 @@ def _cmd_render(args: argparse.Namespace) -> int:
             f"--switch {args.switch}: no such switch in {args.inventory} "
             f"(known: {', '.join(s.name for s in cluster.switches)})"
         )
-    written, problems = render_all(cluster, args.inventory, out, args.switch)
+    try:
+        written, problems = render_all(cluster, args.inventory, out, args.switch)
+    except OSError as exc:
+        raise InputError(
+            f"--output {out}: cannot write {exc.filename or out} ({exc.strerror}); give a "
+            "directory rackops may create or fill"
+        ) from exc
     for d in problems:
         print(d.human())
     for d in render_notes_all(cluster, args.switch):

@@ -468,6 +468,45 @@ def design_port(cluster: Cluster, sw: Switch) -> PortQos:
     )
 
 
+ISL = Rule("C-45", "both ends of an inter-switch link: one PFC set, one RoCE class", "error")
+
+
+def isl_violations(leaf: PortQos, spine: PortQos, roce: RoceQos | None) -> list[Violation]:
+    """An ISL is lossless only if both of its ends are: the same PFC priorities (a pause one
+    end sends that the other ignores is a drop), and the RoCE DSCP queued in the same class on
+    both. Each end's MTU is C-22's (every switch port, spines included): two ends that both
+    carry the hosts' frames may differ (EOS 9214 facing SONiC 9216) without a drop."""
+    out: list[Violation] = []
+    if roce is None:
+        return out
+    if leaf.pfc != spine.pfc:
+        out.append(
+            _v(
+                ISL,
+                f"PFC on priorities {_vector(leaf.pfc)} at the leaf end but "
+                f"{_vector(spine.pfc)} at the spine end: RoCE traffic is lossy across this link",
+                "give both ends the design's PFC priorities (rackops_switch_qos.pfc_priorities)",
+                spine.pfc,
+                leaf.pfc,
+                ("pfc_priorities",),
+            )
+        )
+    lt, st = leaf.dscp_to_tc.get(roce.dscp), spine.dscp_to_tc.get(roce.dscp)
+    if lt != st:
+        out.append(
+            _v(
+                ISL,
+                f"RoCE DSCP {roce.dscp} goes to class {lt} at the leaf end but {st} at the "
+                "spine end",
+                "map the RoCE DSCP to the same class on both ends (rackops_switch_qos.dscp_to_tc)",
+                st,
+                lt,
+                ("dscp_to_tc", roce.dscp),
+            )
+        )
+    return out
+
+
 def design_host(node: Node | None, roce: RoceQos) -> HostQos:
     """A host as the inventory designs it (`node` None: the design's own defaults): the
     roce_host_qos role sets dscp2prio for the RoCE and CNP DSCPs, then a host's overrides."""

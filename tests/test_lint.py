@@ -46,11 +46,13 @@ def _second_hca_on_rail1(r: Rack) -> None:
     r.hostvar(
         "leaf-r1",
         "rackops_switch_ports",
-        ["Ethernet0", "Ethernet8", "Ethernet16", "Ethernet24", "Ethernet32"],
+        [f"Ethernet{8 * i}" for i in range(9)],
     )
     hcas = r.hcas("node01")
-    hcas[2].update(rail=1, switch="leaf-r1", port="Ethernet32")
+    hcas[2].update(rail=1, switch="leaf-r1", port="Ethernet64")
     r.hostvar("node01", "rackops_hcas", hcas)
+    # five hosts on leaf-r1's four uplinks: a design that allows it (else ISL003 errs)
+    r.set("group_vars/all/fabric.yml", "rackops_fabric.oversubscription", 1.25)
 
 
 def _drop_hca(r: Rack) -> None:
@@ -109,7 +111,106 @@ def floor(component: str, minimum: str) -> Callable[[Rack], None]:
     return mutate
 
 
+def _uplink(leaf: str, index: int, **change: object) -> Callable[[Rack], None]:
+    """One of a leaf's uplinks (host_vars/<leaf>.yml) changed."""
+
+    def mutate(r: Rack) -> None:
+        file = r.path / "host_vars" / f"{leaf}.yml"
+        ups = yaml.safe_load(file.read_text())["rackops_switch_uplinks"]
+        ups[index].update(change)
+        r.hostvar(leaf, "rackops_switch_uplinks", ups)
+
+    return mutate
+
+
+def _drop_uplinks(leaf: str, keep: int) -> Callable[[Rack], None]:
+    def mutate(r: Rack) -> None:
+        file = r.path / "host_vars" / f"{leaf}.yml"
+        ups = yaml.safe_load(file.read_text())["rackops_switch_uplinks"]
+        r.hostvar(leaf, "rackops_switch_uplinks", ups[:keep])
+
+    return mutate
+
+
+def _planes(r: Rack) -> None:
+    """Spine planes 0 and 1, leaf-r2 in plane 1: its uplinks to spine-1 (plane 0) are wrong."""
+    r.hostvar("spine-1", "rackops_switch_plane", 0)
+    r.hostvar("spine-2", "rackops_switch_plane", 1)
+    r.hostvar("leaf-r2", "rackops_switch_plane", 1)
+
+
 CASES = [
+    Case(
+        "ISL001-spine",
+        "example-roce",
+        _uplink("leaf-r3", 2, spine="spine-9"),
+        "ISL001",
+        ("leaf-r3", "spine-9", "rackops_switch_uplinks.2.spine"),
+    ),
+    Case(
+        "ISL001-leaf-port",
+        "example-roce",
+        _uplink("leaf-r0", 0, port="Ethernet64"),
+        "ISL001",
+        ("leaf-r0", "Ethernet64", "rackops_switch_ports"),
+    ),
+    Case(
+        "ISL001-spine-port",
+        "example-roce",
+        _uplink("leaf-r6", 1, spine_port="Ethernet128"),
+        "ISL001",
+        ("spine-2", "Ethernet128", "rackops_switch_uplinks.1.spine_port"),
+    ),
+    Case(
+        "ISL001-not-a-spine",
+        "example-roce",
+        _uplink("leaf-r6", 1, spine="leaf-r7"),
+        "ISL001",
+        ("leaf-r7", "a leaf"),
+    ),
+    Case(
+        "ISL002-spine-port",
+        "example-roce",
+        _uplink("leaf-r1", 0, spine_port="Ethernet0"),  # leaf-r0's
+        "ISL002",
+        ("spine-1 port Ethernet0", "leaf-r0 port Ethernet32"),
+    ),
+    Case(
+        "ISL002-host-port",
+        "example-roce",
+        _uplink("leaf-r4", 3, port="swp2"),
+        "ISL002",
+        ("leaf-r4 port swp2", "node02/mlx5_4"),
+    ),
+    Case(
+        "ISL003-oversubscribed",
+        "example-roce",
+        _drop_uplinks("leaf-r5", 3),
+        "ISL003",
+        ("leaf-r5", "1.33:1", "1 more uplink"),
+    ),
+    Case(
+        "ISL003-none",
+        "example-roce",
+        _drop_uplinks("leaf-r7", 0),
+        "ISL003",
+        ("leaf-r7", "no uplinks", "4 more"),
+    ),
+    Case("ISL004-plane", "example-roce", _planes, "ISL004", ("leaf-r2", "plane 1", "spine-2")),
+    Case(
+        "ISL004-speed",
+        "example-roce",
+        _uplink("leaf-r0", 3, speed_gbps=200),
+        "ISL004",
+        ("leaf-r0 port Ethernet56", "200 Gb/s", "rackops_switch_uplinks.3.speed_gbps"),
+    ),
+    Case(
+        "C-45-pfc",
+        "example-roce",
+        hv("spine-2", "rackops_switch_qos", {"pfc_priorities": [4]}),
+        "C-45",
+        ("spine-2 ↔ leaf-r0, leaf-r1", "0,0,0,1,0,0,0,0 at the leaf", "pfc_priorities"),
+    ),
     Case(
         "VER001",
         "example-ib",
@@ -470,6 +571,14 @@ def test_json_format(roce: Rack, capsys: pytest.CaptureFixture[str]) -> None:
     assert data["diagnostics"][0]["subject"] == "leaf-r3"
 
 
+def _sonic_ports(n: int) -> list[str]:
+    return [f"Ethernet{8 * i}" for i in range(n)]
+
+
+def _sonic_lanes(n: int) -> dict[str, str]:
+    return {f"Ethernet{8 * i}": ",".join(str(8 * i + k) for k in range(8)) for i in range(n)}
+
+
 def test_ini_inventory_reads_like_yaml(roce: Rack) -> None:
     """The same rack written as INI gives the same model (ansible-core does the reading)."""
     from rackops.inventory import load_inventory
@@ -490,15 +599,10 @@ def test_ini_inventory_reads_like_yaml(roce: Rack) -> None:
                     for i in range(3)
                 ),
                 "[sonic:vars]",
-                "rackops_switch_ports=['Ethernet0','Ethernet8','Ethernet16','Ethernet24']",
+                f"rackops_switch_ports={_sonic_ports(8)}",
                 'rackops_switch_os_version="202405"',
                 "rackops_switch_buffers={'model': 'dynamic'}",
-                "rackops_switch_port_lanes={"
-                + ",".join(
-                    f"'Ethernet{8 * i}': '{','.join(str(8 * i + k) for k in range(8))}'"
-                    for i in range(4)
-                )
-                + "}",
+                f"rackops_switch_port_lanes={_sonic_lanes(8)}",
                 "[cumulus]",
                 *(
                     f"leaf-r{i} ansible_host=203.0.113.2{i} rackops_switch_rail={i}"
@@ -507,7 +611,7 @@ def test_ini_inventory_reads_like_yaml(roce: Rack) -> None:
                     for i in range(3, 6)
                 ),
                 "[cumulus:vars]",
-                "rackops_switch_ports=['swp1','swp2','swp3','swp4']",
+                f"rackops_switch_ports={[f'swp{i}' for i in range(1, 9)]}",
                 'rackops_switch_os_version="5.14"',
                 "[eos]",
                 *(
@@ -517,11 +621,22 @@ def test_ini_inventory_reads_like_yaml(roce: Rack) -> None:
                 "[eos:vars]",
                 "rackops_switch_mtu=9214",
                 'rackops_switch_os_version="4.32.2F"',
-                "rackops_switch_ports=['Ethernet1/1','Ethernet2/1','Ethernet3/1','Ethernet4/1']",
+                f"rackops_switch_ports={[f'Ethernet{i}/1' for i in range(1, 9)]}",
+                "[spines]",
+                "spine-1 ansible_host=203.0.113.30",
+                "spine-2 ansible_host=203.0.113.31",
+                "[spines:vars]",
+                "rackops_switch_role=spine",
+                "rackops_switch_os=sonic",
+                'rackops_switch_os_version="202405"',
+                "rackops_switch_buffers={'model': 'dynamic'}",
+                f"rackops_switch_ports={_sonic_ports(16)}",
+                f"rackops_switch_port_lanes={_sonic_lanes(16)}",
                 "[switches:children]",
                 "sonic",
                 "cumulus",
                 "eos",
+                "spines",
                 "[switches:vars]",
                 "rackops_switch_role=leaf",
                 "",

@@ -48,7 +48,7 @@ def _db(cluster: Any, name: str) -> dict[str, Any]:
 
 def test_example_roce_sonic_configs_are_yang_valid(yang: sy.SonicYang) -> None:
     names = _sonic(ROCE)
-    assert names == ["leaf-r0", "leaf-r1", "leaf-r2"]
+    assert names == ["leaf-r0", "leaf-r1", "leaf-r2", "spine-1", "spine-2"]
     for name in names:
         db = _db(ROCE, name)
         # complete for lossless in the dynamic model, not only valid
@@ -200,10 +200,10 @@ def test_random_legal_designs_are_yang_valid(
 def _running_base() -> dict[str, Any]:
     """A SONiC switch as it boots before rackops: PORT entries shaped as sonic-config-engine
     renders them from a platform's port_config.ini (sample_output/t1-smartswitch.json:
-    admin_status, alias, lanes, mtu 9100, speed), a fifth port outside the design, and the
+    admin_status, alias, lanes, mtu 9100, speed): the design's eight, a ninth outside it, and the
     stock lossless QoS of qos_config.j2 / buffers_config.j2 (AZURE maps, PFC on 3-4, BUFFER_PG
     |3-4 NULL in the dynamic model)."""
-    ports = ["Ethernet0", "Ethernet8", "Ethernet16", "Ethernet24", "Ethernet32"]
+    ports = [f"Ethernet{8 * i}" for i in range(9)]
     port = {
         p: {
             "admin_status": "up",
@@ -272,8 +272,8 @@ def test_the_patch_applied_to_a_running_switch_is_yang_valid_and_idempotent(
     # the switch keeps what rackops does not own
     assert after["PORT"]["Ethernet0"]["lanes"] == base["PORT"]["Ethernet0"]["lanes"]
     assert after["PORT"]["Ethernet0"]["alias"] == "etp1"
-    assert after["PORT"]["Ethernet32"] == base["PORT"]["Ethernet32"]
-    assert after["BUFFER_PG"]["Ethernet32|3-4"] == {"profile": "NULL"}
+    assert after["PORT"]["Ethernet64"] == base["PORT"]["Ethernet64"]
+    assert after["BUFFER_PG"]["Ethernet64|3-4"] == {"profile": "NULL"}
     assert after["DSCP_TO_TC_MAP"]["AZURE"] == base["DSCP_TO_TC_MAP"]["AZURE"]
     # and takes the design on the design's ports, stale stock entries gone
     assert "Ethernet0|3-4" not in after["BUFFER_PG"]

@@ -1,4 +1,5 @@
-"""rackops validate end to end in the lab: the physical layer's faults are named exactly.
+"""rackops validate end to end in the lab: physical-layer and GPUs-under-load faults are named
+exactly.
 The fault rack (FAULTS, EXPECTED) is validated in test_slurm_lab.py, on one lab for the SSH
 and Slurm launchers: injected faults named exactly, an unreachable node ERROR for that node
 only, a killed run resumed giving the same report as an uninterrupted one; with its faults
@@ -11,6 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import yaml
 from labkit import provision_hosts, validate
 from test_lab import pytestmark  # noqa: F401  (same skip/require rules)
 
@@ -70,39 +72,6 @@ PHYSICAL_EXPECTED = {
     ("hca", "node07", "mlx5_6", None),  # optic power
     ("hca", "node08", "mlx5_3", None),  # flap
 }
-
-
-def test_physical_layer_faults_are_named_exactly(tmp_path: Path) -> None:
-    """8 nodes, one fault of each physical kind: the real lldpd of the leaf ports says where
-    each cable is; counters grow with the traffic the pair rounds move."""
-    with lab_with(tmp_path, 8, PHYSICAL) as inv:
-        # three random perfect matchings (every node in each) instead of all 7 rounds: every
-        # port still carries traffic with 3 partners, and CI time stays in budget
-        rc, report = validate(inv, tmp_path / "run", "--pairing", "sample")
-    assert rc == 2 and report["verdict"] == "REJECTED"
-    assert culprits(report) == PHYSICAL_EXPECTED, report["culprits"]
-    by = {(c["node"], c["hca"]): c for c in report["culprits"]}
-    swap = by[("node03", "mlx5_2")]
-    assert "swapped" in swap["message"] and swap["peer"].startswith("node04/mlx5_2")
-    assert "rail 6" in by[("node01", "mlx5_5")]["message"]
-    assert any(e.get("untrustworthy") for e in by[("node01", "mlx5_5")]["evidence"])
-    assert "latency" in by[("node02", "mlx5_7")]["message"]
-    assert "flapped" in by[("node08", "mlx5_3")]["message"]
-    assert report["errors"] == []
-    # the one node left for multi-node NCCL cannot run it: that is the only warning
-    assert {w["code"] for w in report["warnings"]} <= {"NCCL-SKIP"}, report["warnings"]
-    ports = {(p["node"], p["hca"]): p for p in report["ports"]}
-    assert ports[("node05", "mlx5_4")]["delta"]["symbol_errors"] > 0
-    assert ports[("node01", "mlx5_0")]["delta"]["symbol_errors"] == 0
-    assert ports[("node06", "mlx5_1")]["raw_ber"] > 2.4e-4
-    assert all(p.get("lat_us") for p in report["pairs"] if p["status"] == "OK")
-    html = (tmp_path / "run" / "report.html").read_text()
-    assert 'id="ports"' in html and "µs" in html
-    prom = (tmp_path / "run" / "metrics.prom").read_text()
-    assert 'rackops_port_counter_delta{node="node05",hca="mlx5_4",counter="symbol_errors"}' in prom
-    assert "rackops_link_latency_us{" in prom
-
-
 GPU_LOAD = (ROOT / "validators/scenarios/gpu-load.yaml").read_text()
 GPU_LOAD_EXPECTED = {
     ("gpu", "node02", None, 3),  # thermal slowdown under load
@@ -113,29 +82,68 @@ GPU_LOAD_EXPECTED = {
 }
 
 
-def test_gpus_under_load_faults_are_named_exactly(tmp_path: Path) -> None:
-    """8 nodes, one fault of each GPUs-under-load kind: every GPU sampled while the run loads
-    it, the kernel log read before and after; the Xid from before the run is history."""
-    with lab_with(tmp_path, 8, GPU_LOAD) as inv:
+def merged(*scenarios: str) -> str:
+    """One scenario holding every node's faults of all of them (node by node)."""
+    nodes: dict[str, dict[str, Any]] = {}
+    for text in scenarios:
+        for node, spec in yaml.safe_load(text)["nodes"].items():
+            nodes.setdefault(node, {"faults": []})["faults"] += spec.get("faults") or []
+    return yaml.safe_dump({"nodes": nodes})
+
+
+def test_physical_and_gpu_load_faults_are_named_exactly(tmp_path: Path) -> None:
+    """8 nodes, one fault of each physical kind and one of each GPUs-under-load kind, on one
+    lab (two labs would cost CI five more minutes): the real lldpd of the leaf ports says
+    where each cable is, counters grow with the traffic the pair rounds move, every GPU is
+    sampled while the run loads it and the kernel log is read before and after (the Xid
+    from before the run is history). The two kinds of fault share nodes and must not hide
+    or blame each other: exactly the union is named."""
+    with lab_with(tmp_path, 8, merged(PHYSICAL, GPU_LOAD)) as inv:
+        # three random perfect matchings (every node in each) instead of all 7 rounds: every
+        # port still carries traffic with 3 partners, and CI time stays in budget
         rc, report = validate(inv, tmp_path / "run", "--pairing", "sample")
     assert rc == 2 and report["verdict"] == "REJECTED"
-    assert culprits(report) == GPU_LOAD_EXPECTED, report["culprits"]
-    by = {(c["node"], c["gpu"]): c for c in report["culprits"]}
+    assert culprits(report) == PHYSICAL_EXPECTED | GPU_LOAD_EXPECTED, report["culprits"]
+    assert report["errors"] == []
+    # the one node left for multi-node NCCL cannot run it; the Xid from before is history
+    assert {w["code"] for w in report["warnings"]} <= {"XID-48", "NCCL-SKIP"}, report["warnings"]
+    html = (tmp_path / "run" / "report.html").read_text()
+    prom = (tmp_path / "run" / "metrics.prom").read_text()
+    _physical_named(report, html, prom)
+    _gpu_load_named(report, html, prom)
+
+
+def _physical_named(report: dict[str, Any], html: str, prom: str) -> None:
+    by = {(c["node"], c["hca"]): c for c in report["culprits"] if c["hca"]}
+    swap = by[("node03", "mlx5_2")]
+    assert "swapped" in swap["message"] and swap["peer"].startswith("node04/mlx5_2")
+    assert "rail 6" in by[("node01", "mlx5_5")]["message"]
+    assert any(e.get("untrustworthy") for e in by[("node01", "mlx5_5")]["evidence"])
+    assert "latency" in by[("node02", "mlx5_7")]["message"]
+    assert "flapped" in by[("node08", "mlx5_3")]["message"]
+    ports = {(p["node"], p["hca"]): p for p in report["ports"]}
+    assert ports[("node05", "mlx5_4")]["delta"]["symbol_errors"] > 0
+    assert ports[("node01", "mlx5_0")]["delta"]["symbol_errors"] == 0
+    assert ports[("node06", "mlx5_1")]["raw_ber"] > 2.4e-4
+    assert all(p.get("lat_us") for p in report["pairs"] if p["status"] == "OK")
+    assert 'id="ports"' in html and "µs" in html
+    assert 'rackops_port_counter_delta{node="node05",hca="mlx5_4",counter="symbol_errors"}' in prom
+    assert "rackops_link_latency_us{" in prom
+
+
+def _gpu_load_named(report: dict[str, Any], html: str, prom: str) -> None:
+    by = {(c["node"], c["gpu"]): c for c in report["culprits"] if c["gpu"] is not None}
     assert "HW Thermal Slowdown" in by[("node02", 3)]["message"]
     assert "HW Power Brake" in by[("node03", 1)]["message"]
     assert "fell off the bus during the run" in by[("node04", 5)]["message"]
     assert "FP16 GEMM" in by[("node06", 4)]["message"]
     assert "memory bandwidth" in by[("node07", 6)]["message"]
-    assert report["errors"] == []
     history = [w for w in report["warnings"] if w["code"] == "XID-48"]
     assert [(w["subject"]["node"], w["subject"]["gpu"]) for w in history] == [("node05", 2)]
     assert "before the run (history)" in history[0]["message"]
-    assert {w["code"] for w in report["warnings"]} <= {"XID-48", "NCCL-SKIP"}, report["warnings"]
     # the named GPUs have traces; every GPU its figures
     traced = {(t["node"], t["gpu"]) for t in report["gpu_traces"]}
     assert {("node02", 3), ("node03", 1)} <= traced
     assert len([g for g in report["gpus"] if "gemm_tflops" in g]) == 8 * 8
-    html = (tmp_path / "run" / "report.html").read_text()
     assert "node02 GPU 3:" in html and 'id="gpus"' in html
-    prom = (tmp_path / "run" / "metrics.prom").read_text()
     assert 'rackops_gpu_hbm_gbs{node="node07",gpu="6"}' in prom

@@ -96,6 +96,8 @@ SWITCH_VARS = {
     "port_speed_gbps": "rackops_switch_port_speed_gbps",
     "cable_m": "rackops_switch_cable_m",
     "buffers": "rackops_switch_buffers",
+    "uplinks": "rackops_switch_uplinks",
+    "plane": "rackops_switch_plane",
 }
 DESIGN_VARS = ("rackops_fabric", "rackops_versions")
 
@@ -622,6 +624,8 @@ def _build_switch(
         "port_speed_gbps": v.get("rackops_switch_port_speed_gbps", 400),
         "cable_m": v.get("rackops_switch_cable_m") or {},
         "buffers": v.get("rackops_switch_buffers") or {},
+        "uplinks": v.get("rackops_switch_uplinks") or (),
+        "plane": v.get("rackops_switch_plane"),
     }
     return _validate(Switch, data, hv=hv, var_of=SWITCH_VARS, subject=name, diagnostics=diagnostics)
 

@@ -24,6 +24,8 @@ Inventory variable → model field:
 ``rackops_switch_port_speed_gbps`` ``Switch.port_speed_gbps`` (default 400)
 ``rackops_switch_cable_m``  ``Switch.cable_m`` (per-port cable length, metres: headroom)
 ``rackops_switch_buffers``  ``Switch.buffers`` (SONiC buffer model and platform numbers)
+``rackops_switch_uplinks``  ``Switch.uplinks`` (a leaf's cables to spines: port, spine, port)
+``rackops_switch_plane``    ``Switch.plane`` (the spine plane a leaf's uplinks or a spine is in)
 ``rackops_fabric``          ``Cluster.fabric``
 ``rackops_versions``        ``Cluster.versions``
 =========================  ============================================
@@ -247,6 +249,18 @@ class SwitchBuffers(_Frozen):
         return self
 
 
+class Uplink(_Frozen):
+    """One inter-switch link, from the leaf's side: its port, the spine and the spine's
+    port, and the speed both ends are designed for (default: the leaf's port speed)."""
+
+    port: str = Field(pattern=PORT_NAME)
+    spine: str = Field(min_length=1)
+    spine_port: str = Field(pattern=PORT_NAME)
+    speed_gbps: int | None = Field(default=None, ge=1, le=1600)
+
+    _spine = field_validator("spine")(classmethod(lambda cls, v: _host_name(v)))
+
+
 class Switch(_Frozen):
     name: str
     address: str
@@ -266,6 +280,20 @@ class Switch(_Frozen):
     port_speed_gbps: int = Field(default=400, ge=1, le=1600)
     cable_m: dict[str, int] = Field(default_factory=dict)
     buffers: SwitchBuffers = SwitchBuffers()
+    uplinks: tuple[Uplink, ...] = ()
+    plane: int | None = Field(default=None, ge=0, le=63)
+
+    def uplink_speed(self, up: Uplink) -> int:
+        return up.speed_gbps or self.port_speed_gbps
+
+    @model_validator(mode="after")
+    def _uplinks_from_leaves(self) -> Self:
+        if self.uplinks and self.role != "leaf":
+            raise ValueError(
+                "rackops_switch_uplinks describes a leaf's cables to its spines; a spine's "
+                "ISLs are read from its leaves' uplinks — move them to the leaves"
+            )
+        return self
 
     @field_validator("ports")
     @classmethod
@@ -384,6 +412,12 @@ class Fabric(_Frozen):
     type: Literal["infiniband", "roce"]
     mtu: Mtu
     roce: RoceQos | None = None
+    oversubscription: float = Field(
+        default=1.0,
+        ge=1.0,
+        le=16.0,
+        description="largest ratio of a leaf's host bandwidth to its uplink bandwidth",
+    )
 
     @model_validator(mode="after")
     def _roce_needs_qos(self) -> Self:
@@ -418,3 +452,11 @@ class Cluster(_Frozen):
 
     def switch(self, name: str) -> Switch | None:
         return next((s for s in self.switches if s.name == name), None)
+
+    def isls(self) -> list[tuple[Switch, Uplink]]:
+        """Every inter-switch link, as (leaf, uplink)."""
+        return [(sw, up) for sw in self.switches for up in sw.uplinks]
+
+    @property
+    def spines(self) -> tuple[Switch, ...]:
+        return tuple(s for s in self.switches if s.role == "spine")

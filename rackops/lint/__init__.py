@@ -8,6 +8,7 @@ from pathlib import Path
 from rackops.diagnostics import Diagnostic, Level
 from rackops.errors import ExitCode
 from rackops.inventory.loader import load_inventory
+from rackops.lint import isl  # noqa: F401  (registers the ISL rules)
 from rackops.lint.rules import RULES, Context, rule_table, run_rules
 
 
