@@ -33,6 +33,16 @@ def codes(findings: list[Finding], status: Status) -> list[str]:
 # --- verdict of every fixture through `rackops check` --------------------------------------
 
 VERDICTS = {
+    # ibdiagnet: a link at 2x of a fabric whose Summary counts 15 errors; one master SM in the
+    # .sm file; a net_dump whose links are all alike; cut or trimmed output is ERROR, and the
+    # manual's two speed lines FAIL their links before the cut's ERROR
+    "ibdiagnet/console-2.1.1-cut-at-subnet-manager": "ERROR",
+    "ibdiagnet/console-2.7.0-width-errors": "FAIL",
+    "ibdiagnet/cut-net-dump-inside-a-row": "ERROR",
+    "ibdiagnet/docs-2.11-speed-errors": "FAIL",
+    "ibdiagnet/net-dump-2.10.0-one-switch": "OK",
+    "ibdiagnet/sm-one-master": "OK",
+    "ibdiagnet/summary-only-excerpt": "ERROR",
     # dcgmproftester against the H100 profile: every real A100/MX150 figure is below the H100
     # GEMM floor and the profile's other GPUs have no reading; cut, snipped, failed or
     # figure-less outputs (no worker to tie a reading to a GPU) are ERROR
