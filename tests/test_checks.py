@@ -298,6 +298,7 @@ LAB_INV = lab_inventory(Path(tempfile.mkdtemp(prefix="rackops-test-inv-")))
 # iblinkinfo: one output alone has no check (exit 64 with the reason)
 NO_SINGLE_CHECK = {
     "perfquery",
+    "sonic-counters",
     "ethtool-stats",
     "ibnetdiscover",
     "nvidia-smi-perf",
