@@ -299,6 +299,8 @@ LAB_INV = lab_inventory(Path(tempfile.mkdtemp(prefix="rackops-test-inv-")))
 NO_SINGLE_CHECK = {
     "perfquery",
     "sonic-counters",
+    "eos-counters",
+    "nvue-counters",
     "ethtool-stats",
     "ibnetdiscover",
     "nvidia-smi-perf",
