@@ -544,6 +544,34 @@ def _add_check(sub: Any) -> None:
     check.set_defaults(func=_cmd_check)
 
 
+def _add_switch_counters(sub: Any) -> None:
+    def run(args: argparse.Namespace) -> int:
+        from rackops.validate.switches import run_cli
+
+        return run_cli(args)
+
+    sc = sub.add_parser(
+        "switch-counters",
+        help="judge the switches' own port counters, read before and after a run",
+        description="Read each switch's saved counter outputs (DIR/<switch>/<file>: SONiC "
+        "show interfaces/pfc/queue counters, NVUE nv show interface <if> counters, EOS "
+        "| json), judge what grew on every cabled port as the host ports are judged, and "
+        "name the port and its cable (a host's HCA, or the far end of an inter-switch "
+        "link). Exit 0 OK, 1 warnings, 2 failures, 3 a read could not be used, 64 usage.",
+    )
+    sc.add_argument("-i", "--inventory", required=True, help="the rack's inventory")
+    sc.add_argument("--before", required=True, metavar="DIR", help="the read before the run")
+    sc.add_argument("--after", required=True, metavar="DIR", help="the read after the run")
+    sc.add_argument(
+        "--interval-s",
+        type=float,
+        help="seconds between the reads (default: from the files' times)",
+    )
+    sc.add_argument("--format", choices=("text", "json"), default="text")
+    sc.add_argument("-v", "--verbose", action="store_true", help="list the OK ports too")
+    sc.set_defaults(func=run)
+
+
 def _add_lab(sub: Any) -> None:
     labp = sub.add_parser(
         "lab",
@@ -775,6 +803,7 @@ COMMANDS: tuple[Callable[[Any], None], ...] = (
     _add_lint,
     _add_parse,
     _add_check,
+    _add_switch_counters,
     _add_lab,
     _add_validate,
     _add_profile,

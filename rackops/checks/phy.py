@@ -136,7 +136,10 @@ class PortReport:
 
 
 def _end_to_end(subj: Subject) -> str:
-    """Both ends of the port's cable: the node's HCA and its switch port (from the map)."""
+    """Both ends of the port's cable: the node's HCA and its switch port (from the map), or
+    a switch port and the far end of its inter-switch link."""
+    if subj.node is None and subj.switch and subj.peer:
+        return f"{subj.switch} port {subj.switch_port} ↔ {subj.peer}"
     near = " ".join(x for x in (subj.node, subj.hca) if x) or "this port"
     far = f"{subj.switch} {subj.switch_port}" if subj.switch else "its switch port"
     return f"{near} ↔ {far}"
@@ -171,6 +174,7 @@ def judge_counters(
     interval_s: float,
     report: PortReport,
     line_gbps: float = 0.0,
+    names: dict[str, str] | None = None,
 ) -> list[Finding]:
     """Findings on what grew between the two snapshots of one port. Bit error rates are per
     *line* bit (the link's rate × the interval: FEC and the PCS see every bit on the wire,
@@ -201,7 +205,9 @@ def judge_counters(
         subj,
         phy,
         interval_s,
-        IB_NAMES if after.family == "ib" else ROCE_NAMES,
+        # every counter has a name to quote: the family's own, else the normalised one
+        {k: k for k in after.counters}
+        | (names or (IB_NAMES if after.family == "ib" else ROCE_NAMES)),
         ends,
         CABLE_FIX.format(ends=ends),
         line_bits,
@@ -364,7 +370,24 @@ def _discards(g: _Grew, _before: PortSample) -> list[Finding]:
     out = []
     for key, dir_pkts in (("xmit_discards", "tx_pkts"), ("rx_discards", "rx_pkts")):
         pkts = g.d.get(dir_pkts, 0)
-        if g.d.get(key, 0) > 0 and pkts and 100.0 * g.d[key] / pkts > g.phy.discard_pct_max:
+        if g.d.get(key, 0) > 0 and dir_pkts not in g.after.counters:
+            # a read with no packet count (EOS's discards command): on a lossless fabric
+            # any drop under load is one too many
+            out.append(
+                Finding(
+                    "PHY-005",
+                    Status.FAIL,
+                    g.subj,
+                    f"{g.names[key]} +{g.d[key]} under load (no packet count to weigh them "
+                    f"against; a lossless fabric drops none); {g.ends}",
+                    g.d[key],
+                    0,
+                    "packets",
+                    "drops on a lossless fabric: check PFC on both ends (C-12/C-13), the "
+                    "switch buffer profile and the port's congestion",
+                )
+            )
+        elif g.d.get(key, 0) > 0 and pkts and 100.0 * g.d[key] / pkts > g.phy.discard_pct_max:
             out.append(
                 Finding(
                     "PHY-005",

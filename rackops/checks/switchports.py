@@ -1,0 +1,178 @@
+"""The switches' own view of their ports: counters read from each leaf and spine before and
+after the pair rounds, judged by the same rules as the host ports (:mod:`rackops.checks.phy`)
+and named by the cable on the port — a host's HCA from the cabling map, or the other end of
+an inter-switch link from the leaves' uplinks.
+
+Each NOS prints its counters its own way (:mod:`rackops.parsers.sonic_counters`,
+``nvue_counters``, ``eos_counters``); :func:`samples` turns one switch's outputs into one
+:class:`~rackops.checks.phy.PortSample` per port, in the normalised names the rules read
+(``crc_errors``, ``symbol_errors``, ``rx_discards``, ``xmit_discards``, ``rx_pkts``, ...).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rackops.checks.phy import PortReport, PortSample, judge_counters
+from rackops.findings import Finding, Status, Subject
+from rackops.inventory.model import Cluster, Switch
+from rackops.parsers.eos_counters import EosCounters
+from rackops.parsers.nvue_counters import NvueCounters
+from rackops.parsers.sonic_counters import SonicCounters
+from rackops.profiles import PhyThresholds
+
+# normalised counter -> the NOS's own name (what a finding quotes)
+SONIC_NAMES = {
+    "crc_errors": "RX_ERR",
+    "rx_discards": "RX_DRP",
+    "xmit_discards": "TX_DRP",
+    "rx_pkts": "RX_OK",
+    "tx_pkts": "TX_OK",
+    "symbol_errors": "FEC_UNCORR",
+    "fec_corrected": "FEC_CORR",
+}
+NVUE_NAMES = {
+    "crc_errors": "Error Counters.FCS Errors.Receive",
+    "symbol_errors": "Error Counters.Symbol Errors.Receive",
+    "rx_discards": "Drop Counters.Total Drops.Receive",
+    "xmit_discards": "Drop Counters.Total Drops.Transmit",
+    "rx_pkts": "Detailed Counters.Total Packets.Receive",
+    "tx_pkts": "Detailed Counters.Total Packets.Transmit",
+    "rx_bytes": "Detailed Counters.Total Octets.Receive",
+    "tx_bytes": "Detailed Counters.Total Octets.Transmit",
+}
+EOS_NAMES = {
+    "crc_errors": "fcsErrors",
+    "symbol_errors": "symbolErrors",
+    "rcv_errors": "inErrors",
+    "rx_discards": "inDiscards",
+    "xmit_discards": "outDiscards",
+}
+NAMES = {"sonic": SONIC_NAMES, "cumulus": NVUE_NAMES, "eos": EOS_NAMES}
+
+Counts = dict[str, dict[str, int]]  # port -> normalised counter -> value
+
+
+def _put(out: Counts, port: str, key: str, v: Any) -> None:
+    if isinstance(v, int) and not isinstance(v, bool):
+        out.setdefault(port, {})[key] = v
+
+
+def _sonic(p: SonicCounters, prio: int, out: Counts) -> None:
+    by_name = {v: k for k, v in SONIC_NAMES.items()}
+    for port, row in p.ports.items():
+        for name, v in row.items():
+            if name in by_name:
+                _put(out, port, by_name[name], v)
+        for d in ("rx", "tx"):
+            _put(out, port, f"pause_{d}_p{prio}", row.get(f"{d}_PFC{prio}"))
+    for port, queues in p.queues.items():
+        marked = [
+            q.get("EcnMarked/pkts", q.get("ecnmarkedpacket"))
+            for name, q in queues.items()
+            if name == f"UC{prio}"
+        ]
+        if marked:
+            _put(out, port, "ecn_marked", marked[0])
+
+
+def _nvue(port: str, p: NvueCounters, prio: int, out: Counts) -> None:
+    for key, name in NVUE_NAMES.items():
+        _put(out, port, key, p.values.get(name))
+    for d in ("rx", "tx"):
+        _put(
+            out, port, f"pause_{d}_p{prio}", p.values.get(f"{d}-stats.{d}-pfc-stats.pause-packets")
+        )
+    _put(out, port, "ecn_marked", p.values.get("tx-stats.tx-ecn-stats.ecn-marked-packets"))
+
+
+def _eos(p: EosCounters, prio: int, out: Counts) -> None:
+    by_name = {v: k for k, v in EOS_NAMES.items()}
+    for port, row in p.ports.items():
+        for name, v in row.items():
+            if name in by_name:
+                _put(out, port, by_name[name], v)
+        if p.kind == "pfc":
+            _put(out, port, f"pause_rx_p{prio}", row.get("rxFrames"))
+            _put(out, port, f"pause_tx_p{prio}", row.get("txFrames"))
+    if p.kind == "ecn":
+        for port, queues in p.queues.items():
+            _put(out, port, "ecn_marked", queues.get(str(prio)))
+
+
+def samples(
+    sw: Switch, outputs: list[tuple[str, Any]], roce_priority: int
+) -> dict[str, PortSample]:
+    """One switch's parsed outputs → its ports' samples. ``outputs``: (the port an NVUE output
+    is of, or "", parsed). Only the design's ports are kept (the rest carry no cable)."""
+    counts: Counts = {}
+    for port, parsed in outputs:
+        if isinstance(parsed, SonicCounters):
+            _sonic(parsed, roce_priority, counts)
+        elif isinstance(parsed, NvueCounters):
+            _nvue(port, parsed, roce_priority, counts)
+        elif isinstance(parsed, EosCounters):
+            _eos(parsed, roce_priority, counts)
+    return {p: PortSample(sw.os, c) for p, c in counts.items() if p in sw.ports}
+
+
+def cable_of(cluster: Cluster, sw: Switch, port: str) -> Subject:
+    """The switch port and what its cable reaches: a host's HCA or the far end of an ISL."""
+    for node in cluster.nodes:
+        for hca in node.hcas:
+            if hca.switch == sw.name and hca.port == port:
+                return Subject(node=node.name, hca=hca.device, switch=sw.name, switch_port=port)
+    for leaf, up in cluster.isls():
+        if leaf.name == sw.name and up.port == port:
+            peer = f"{up.spine} port {up.spine_port}"
+            return Subject(switch=sw.name, switch_port=port, peer=peer)
+        if up.spine == sw.name and up.spine_port == port:
+            peer = f"{leaf.name} port {up.port}"
+            return Subject(switch=sw.name, switch_port=port, peer=peer)
+    return Subject(switch=sw.name, switch_port=port)
+
+
+def judge_switch(
+    cluster: Cluster,
+    sw: Switch,
+    before: dict[str, PortSample],
+    after: dict[str, PortSample],
+    phy: PhyThresholds,
+    interval_s: float,
+) -> tuple[list[Finding], dict[str, PortReport]]:
+    """Every cabled port of the switch: what grew on it during the run."""
+    out: list[Finding] = []
+    reports: dict[str, PortReport] = {}
+    cabled = [
+        p for p in sw.ports if cable_of(cluster, sw, p) != Subject(switch=sw.name, switch_port=p)
+    ]
+    for port in cabled:
+        subj = cable_of(cluster, sw, port)
+        if port not in before or port not in after:
+            when = "before" if port not in before else "after"
+            out.append(
+                Finding(
+                    "SWP-001",
+                    Status.ERROR,
+                    subj,
+                    f"{sw.name} port {port}: not in the switch's counters read {when} the run",
+                    remediation="check the port name against the switch (breakout, naming) "
+                    "and that the read was whole",
+                )
+            )
+            continue
+        reports[port] = PortReport()
+        found = judge_counters(
+            before[port],
+            after[port],
+            subj,
+            phy,
+            interval_s,
+            reports[port],
+            float(sw.port_speed_gbps),
+            NAMES.get(sw.os),
+        )
+        out += found or [
+            Finding("SWP-000", Status.OK, subj, f"{sw.name} port {port}: no error grew")
+        ]
+    return out, reports

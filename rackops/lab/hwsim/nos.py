@@ -1,0 +1,210 @@
+"""The switches' counter commands, printed as each NOS prints them, from one set of counters
+per port: SONiC's portstat / pfcstat / wredstat tables (sonic-utilities' ``tabulate`` "simple"
+layout: right-aligned cells under runs of dashes, integers comma-grouped), Cumulus NVUE's
+``nv show interface <if> counters`` and ``... qos roce counters`` (left-aligned, units), and
+Arista EOS's ``| json`` objects.
+
+A port's counters (``c``) use the normalised names of rackops.checks.switchports:
+``rx_pkts``, ``tx_pkts``, ``rx_bytes``, ``tx_bytes``, ``crc_errors``, ``symbol_errors``,
+``fec_corrected``, ``rx_discards``, ``xmit_discards``, ``pause_rx``, ``pause_tx``,
+``ecn_marked`` (the RoCE priority's); ``state`` is U/D.
+"""
+
+from __future__ import annotations
+
+import json
+
+
+def _table(header, rows, left=False):
+    n = len(header)
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(n)]
+
+    def fmt(cells):
+        out = [
+            str(cells[i]).ljust(widths[i]) if left else str(cells[i]).rjust(widths[i])
+            for i in range(n)
+        ]
+        return "  ".join(out)
+
+    lines = [fmt(header), "  ".join("-" * w for w in widths)] + [fmt(r) for r in rows]
+    return "\n".join(line.rstrip() if not left else line for line in lines) + "\n"
+
+
+def _n(v):
+    return f"{int(v):,}"
+
+
+def _rate(bps):
+    if bps <= 10000:
+        return "%.2f B/s" % bps
+    if bps <= 10000000:
+        return "%.2f KB/s" % (bps / 1000.0)
+    return "%.2f MB/s" % (bps / 1000000.0)
+
+
+def sonic_interfaces(ports):
+    header = [
+        "IFACE",
+        "STATE",
+        "RX_OK",
+        "RX_BPS",
+        "RX_UTIL",
+        "RX_ERR",
+        "RX_DRP",
+        "RX_OVR",
+        "TX_OK",
+        "TX_BPS",
+        "TX_UTIL",
+        "TX_ERR",
+        "TX_DRP",
+        "TX_OVR",
+    ]
+    rows = []
+    for p, c in ports.items():
+        rows.append(
+            [
+                p,
+                c.get("state", "U"),
+                _n(c["rx_pkts"]),
+                _rate(0),
+                "0.00%",
+                _n(c["crc_errors"]),
+                _n(c["rx_discards"]),
+                "0",
+                _n(c["tx_pkts"]),
+                _rate(0),
+                "0.00%",
+                "0",
+                _n(c["xmit_discards"]),
+                "0",
+            ]
+        )
+    return _table(header, rows)
+
+
+def sonic_fec(ports):
+    header = ["IFACE", "STATE", "FEC_CORR", "FEC_UNCORR", "FEC_SYMBOL_ERR"]
+    rows = [
+        [
+            p,
+            c.get("state", "U"),
+            _n(c["fec_corrected"]),
+            _n(c["symbol_errors"]),
+            _n(c["fec_corrected"]),
+        ]
+        for p, c in ports.items()
+    ]
+    return _table(header, rows)
+
+
+def sonic_pfc(ports, prio):
+    out = []
+    for side, key in (("Rx", "pause_rx"), ("Tx", "pause_tx")):
+        header = ["Port " + side] + ["PFC%d" % i for i in range(8)]
+        rows = [[p] + [_n(c[key] if i == prio else 0) for i in range(8)] for p, c in ports.items()]
+        out.append(_table(header, rows))
+    return "\n".join(out)
+
+
+def sonic_wred(ports, prio):
+    header = ["Port", "TxQ", "WredDrp/pkts", "WredDrp/bytes", "EcnMarked/pkts", "EcnMarked/bytes"]
+    out = []
+    for p, c in ports.items():
+        rows = [
+            [p, "UC%d" % q, "N/A", "N/A", c["ecn_marked"] if q == prio else 0, 0] for q in range(8)
+        ]
+        out.append(_table(header, rows))
+    return "\n".join(out)
+
+
+def nvue_counters(c):
+    def sect(title, rows):
+        t = _table(["Counter", "Receive", "Transmit"], rows, left=True)
+        body = "".join("    " + line + "\n" for line in t.splitlines())
+        return "%s\n%s\n%s" % (title, "=" * (len(title) + 3), body)
+
+    head = _table(
+        ["", "operational", "applied"],
+        [["carrier-transitions", c.get("carrier", 2), ""]],
+        left=True,
+    )
+    return "\n".join(
+        [
+            head,
+            sect(
+                "Detailed Counters",
+                [
+                    ["Total Octets", c["rx_bytes"], c["tx_bytes"]],
+                    ["Total Packets", c["rx_pkts"], c["tx_pkts"]],
+                ],
+            ),
+            sect("Drop Counters", [["Total Drops", c["rx_discards"], c["xmit_discards"]]]),
+            sect(
+                "Error Counters",
+                [
+                    ["FCS Errors", c["crc_errors"], "n/a"],
+                    ["Symbol Errors", c["symbol_errors"], "n/a"],
+                    ["Total Errors", c["crc_errors"] + c["symbol_errors"], 0],
+                ],
+            ),
+        ]
+    )
+
+
+def nvue_roce(c):
+    rows = [
+        ["rx-stats", "", "", ""],
+        ["  rx-pfc-stats", "", "", ""],
+        ["    pause-packets", c["pause_rx"], "", "Rx PFC pause packets for RoCE traffic"],
+        ["tx-stats", "", "", ""],
+        ["  tx-ecn-stats", "", "", ""],
+        ["    ecn-marked-packets", c["ecn_marked"], "", "Tx ECN marked packets"],
+        ["  tx-pfc-stats", "", "", ""],
+        ["    pause-packets", c["pause_tx"], "", "Tx PFC pause packets for RoCE traffic"],
+    ]
+    return _table(["", "operational", "applied", "description"], rows, left=True)
+
+
+def eos_json(ports, what, prio):
+    if what == "errors":
+        body = {
+            "interfaceErrorCounters": {
+                p: {
+                    "fcsErrors": c["crc_errors"],
+                    "symbolErrors": c["symbol_errors"],
+                    "alignmentErrors": 0,
+                    "inErrors": c["crc_errors"],
+                    "outErrors": 0,
+                    "frameTooLongs": 0,
+                    "frameTooShorts": 0,
+                }
+                for p, c in ports.items()
+            }
+        }
+    elif what == "discards":
+        body = {
+            "interfaces": {
+                p: {"inDiscards": c["rx_discards"], "outDiscards": c["xmit_discards"]}
+                for p, c in ports.items()
+            },
+            "inDiscardsTotal": sum(c["rx_discards"] for c in ports.values()),
+            "outDiscardsTotal": sum(c["xmit_discards"] for c in ports.values()),
+        }
+    elif what == "pfc":
+        body = {
+            "interfaceCounters": {
+                p: {"rxFrames": c["pause_rx"], "txFrames": c["pause_tx"]} for p, c in ports.items()
+            }
+        }
+    else:
+        body = {
+            "intfQueueCounters": {
+                p: {
+                    "queueCounters": {
+                        str(q): str(c["ecn_marked"] if q == prio else 0) for q in range(8)
+                    }
+                }
+                for p, c in ports.items()
+            }
+        }
+    return json.dumps(body, indent=2) + "\n"

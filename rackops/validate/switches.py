@@ -1,0 +1,154 @@
+"""The switches' counters, read before and after a run and judged per cabled port
+(:mod:`rackops.checks.switchports`): from saved outputs (``rackops switch-counters``).
+
+A read of one switch is a directory of its outputs, ``<dir>/<switch>/<file>``: any of the
+NOS's counter commands, each file one command's output as the switch printed it. SONiC and
+EOS print every port in one output; NVUE prints one interface, so an NVUE file is named for
+its interface first (``swp5.counters.txt``, ``swp5.roce.json``). The directories are
+untrusted: a switch name not in the inventory, a file name no port has, a symlink, a file over
+the parsers' size limit or more files than a switch has ports is refused with its path.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from statistics import median
+from typing import Any
+
+from rackops.checks.phy import PortReport, PortSample
+from rackops.checks.switchports import judge_switch, samples
+from rackops.errors import InputError, RackopsError
+from rackops.findings import Finding, Status, Subject
+from rackops.inventory.model import Cluster, Switch
+from rackops.parsers._common import MAX_INPUT_CHARS, ParseError
+from rackops.profiles import PhyThresholds
+from rackops.tools import parse
+from rackops.validate.rundir import read_regular
+
+TOOL_OF = {"sonic": "sonic-counters", "cumulus": "nvue-counters", "eos": "eos-counters"}
+MAX_FILES = 4096
+_FILE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
+
+
+@dataclass
+class SwitchRead:
+    """One switch's read: its ports' samples, what could not be read, when it was taken."""
+
+    ports: dict[str, PortSample] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    mtimes: list[float] = field(default_factory=list)
+
+
+def _nvue_port(sw: Switch, name: str) -> str | None:
+    port = name.split(".", 1)[0]
+    return port if port in sw.ports else None
+
+
+def read_switch(sw: Switch, d: Path, roce_priority: int) -> SwitchRead:
+    read = SwitchRead()
+    if sw.os not in TOOL_OF:
+        read.problems.append(f"{sw.name}: no counter reader for {sw.os} (SONiC, Cumulus, EOS)")
+        return read
+    files = sorted(p for p in d.iterdir()) if d.is_dir() else []
+    if len(files) > MAX_FILES:
+        raise InputError(f"{d}: {len(files)} files, more than {MAX_FILES}: not a switch's read")
+    outputs: list[tuple[str, Any]] = []
+    for f in files:
+        if not _FILE.match(f.name):
+            raise InputError(f"{f}: not a file name rackops reads (letters, digits, . _ : -)")
+        port = ""
+        if sw.os == "cumulus" and (port := _nvue_port(sw, f.name) or "") == "":
+            read.problems.append(
+                f"{f}: NVUE prints one interface: name the file for one of "
+                f"{sw.name}'s ports first (swp5.counters.txt)"
+            )
+            continue
+        try:
+            text = read_regular(d, f, MAX_INPUT_CHARS).decode("utf-8", errors="replace")
+            parsed = parse(TOOL_OF[sw.os], text)
+        except (ParseError, RackopsError, OSError) as exc:  # a damaged read is a problem
+            read.problems.append(f"{f}: {exc}")
+            continue
+        if not getattr(parsed, "complete", False):
+            read.problems.append(f"{f}: the output is cut; its counters are not used")
+            continue
+        outputs.append((port, parsed))
+        read.mtimes.append(f.lstat().st_mtime)
+    if not files:
+        read.problems.append(f"{d}: no saved output for {sw.name}")
+    read.ports = samples(sw, outputs, roce_priority)
+    return read
+
+
+def judge_reads(
+    cluster: Cluster,
+    before: Path,
+    after: Path,
+    phy: PhyThresholds,
+    interval_s: float | None = None,
+) -> tuple[list[Finding], dict[tuple[str, str], PortReport]]:
+    """Every switch of the inventory with a read in both directories: its cabled ports."""
+    for root in (before, after):
+        if not root.is_dir():
+            raise InputError(f"{root}: not a directory of switch reads (<dir>/<switch>/<file>)")
+        unknown = sorted(p.name for p in root.iterdir() if cluster.switch(p.name) is None)
+        if unknown:
+            known = ", ".join(s.name for s in cluster.switches)
+            raise InputError(f"{root}: {unknown[0]!r} is not a switch of the inventory ({known})")
+    prio = cluster.fabric.roce.priority if cluster.fabric.roce else 0
+    findings: list[Finding] = []
+    reports: dict[tuple[str, str], PortReport] = {}
+    for sw in cluster.switches:
+        if not (before / sw.name).exists() and not (after / sw.name).exists():
+            continue
+        b, a = read_switch(sw, before / sw.name, prio), read_switch(sw, after / sw.name, prio)
+        for why in b.problems + a.problems:
+            findings.append(Finding("SWP-002", Status.ERROR, Subject(switch=sw.name), why))
+        dt = interval_s
+        if dt is None:
+            dt = median(a.mtimes) - median(b.mtimes) if a.mtimes and b.mtimes else 0.0
+        found, rep = judge_switch(cluster, sw, b.ports, a.ports, phy, max(dt, 0.0))
+        findings += found
+        reports.update({(sw.name, p): r for p, r in rep.items()})
+    if not findings:
+        raise InputError(f"no switch of the inventory has a read in both {before} and {after}")
+    return findings, reports
+
+
+def run_cli(args: Any) -> int:
+    """``rackops switch-counters``: judge two saved reads; exit as ``rackops check`` does."""
+    import json
+
+    from rackops.errors import ExitCode
+    from rackops.findings import worst
+    from rackops.inventory import load_inventory
+
+    result = load_inventory(args.inventory)
+    cluster = result.raise_for_errors()
+    loaded = result.profiles.get(cluster.nodes[0].profile) if cluster.nodes else None
+    phy = loaded.profile.phy if loaded is not None else PhyThresholds()
+    findings, reports = judge_reads(
+        cluster, Path(args.before), Path(args.after), phy, args.interval_s
+    )
+    verdict = worst(findings)
+    if args.format == "json":
+        ports = [
+            {"switch": sw, "port": port, "delta": r.delta, "absolute": r.absolute}
+            for (sw, port), r in sorted(reports.items())
+        ]
+        doc = {"verdict": verdict.value, "findings": [f.as_dict() for f in findings]}
+        print(json.dumps(doc | {"ports": ports}, indent=2))
+    else:
+        for f in findings:
+            if f.status is not Status.OK or args.verbose:
+                print(f.human())
+        print(f"verdict: {verdict.value} ({len(findings)} findings)")
+    codes = {
+        Status.OK: ExitCode.OK,
+        Status.WARN: ExitCode.WARNINGS,
+        Status.FAIL: ExitCode.ERRORS,
+        Status.ERROR: ExitCode.UNREADABLE,
+    }
+    return int(codes[verdict])

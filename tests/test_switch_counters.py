@@ -1,0 +1,211 @@
+"""`rackops switch-counters`: the switches' own counters, read before and after a run in each
+NOS's format (printed by the lab's NOS simulator, whose layouts the parsers read in the real
+fixtures), judged per cabled port and named by the cable — a host's HCA, or the far end of an
+inter-switch link. The rack is example-roce: SONiC, Cumulus and EOS leaves, SONiC spines."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rackops.cli import main
+from rackops.inventory import load_inventory
+from rackops.lab.hwsim import nos
+
+ROOT = Path(__file__).resolve().parent.parent
+INV = ROOT / "inventories" / "example-roce"
+CLUSTER = load_inventory(INV).raise_for_errors()
+PRIO = 3
+
+
+def _base(grown: int) -> dict[str, int]:
+    pkts = 10**6 + grown * 10**9  # every cabled port carries the run's traffic
+    return {
+        "rx_pkts": pkts,
+        "tx_pkts": pkts,
+        "rx_bytes": 4096 * pkts,
+        "tx_bytes": 4096 * pkts,
+        "crc_errors": 0,
+        "symbol_errors": 0,
+        "fec_corrected": 10 + grown * 1000,
+        "rx_discards": 0,
+        "xmit_discards": 0,
+        "pause_rx": 5 + grown * 100,
+        "pause_tx": 5 + grown * 100,
+        "ecn_marked": 7 + grown * 50,
+    }
+
+
+def _write(root: Path, grown: int, faults: dict[tuple[str, str], dict[str, int]]) -> None:
+    """One read of every switch: each NOS's commands, its design ports' counters."""
+    for sw in CLUSTER.switches:
+        ports = {p: _base(grown) for p in sw.ports}
+        for (name, port), extra in faults.items():
+            if name == sw.name:
+                for k, v in extra.items():
+                    ports[port][k] += v
+        d = root / sw.name
+        d.mkdir(parents=True)
+        if sw.os == "sonic":
+            (d / "interfaces.txt").write_text(nos.sonic_interfaces(ports))
+            (d / "fec.txt").write_text(nos.sonic_fec(ports))
+            (d / "pfc.txt").write_text(nos.sonic_pfc(ports, PRIO))
+            (d / "wred.txt").write_text(nos.sonic_wred(ports, PRIO))
+        elif sw.os == "cumulus":
+            for port, c in ports.items():
+                (d / f"{port}.counters.txt").write_text(nos.nvue_counters(c))
+                (d / f"{port}.roce.txt").write_text(nos.nvue_roce(c))
+        else:
+            for what in ("errors", "discards", "pfc", "ecn"):
+                (d / f"{what}.json").write_text(nos.eos_json(ports, what, PRIO))
+
+
+def _run(tmp: Path, faults: dict[tuple[str, str], dict[str, int]], *extra: str) -> tuple[int, Any]:
+    _write(tmp / "before", 0, {})
+    _write(tmp / "after", 1, faults)
+    rc = main(
+        [
+            "switch-counters",
+            "-i",
+            str(INV),
+            "--before",
+            str(tmp / "before"),
+            "--after",
+            str(tmp / "after"),
+            "--interval-s",
+            "600",
+            "--format",
+            "json",
+            *extra,
+        ]
+    )
+    return rc, None
+
+
+def _report(capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    out: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return out
+
+
+def _bad(report: dict[str, Any]) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    out: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for f in report["findings"]:
+        if f["status"] != "OK":
+            s = f["subject"]
+            out.setdefault((s["switch"], s["switch_port"]), []).append(f)
+    return out
+
+
+def test_a_clean_run_is_ok_on_every_cabled_port(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rc, _ = _run(tmp_path, {})
+    report = _report(capsys)
+    assert rc == 0 and report["verdict"] == "OK", _bad(report)
+    cabled = 4 * 8 + 2 * 4 * 8  # host ports, then both ends of every uplink
+    assert len(report["ports"]) == cabled
+    leaf0 = {(p["switch"], p["port"]): p for p in report["ports"]}[("leaf-r0", "Ethernet0")]
+    assert leaf0["delta"]["pause_rx_p3"] == 100 and leaf0["delta"]["ecn_marked"] == 50
+
+
+def test_each_fault_is_named_at_its_port_and_by_its_cable(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    faults = {
+        ("leaf-r1", "Ethernet40"): {"crc_errors": 500},  # an uplink (to spine-2)
+        ("spine-1", "Ethernet96"): {"symbol_errors": 4000},  # leaf-r6's first uplink, far end
+        ("leaf-r4", "swp2"): {"crc_errors": 3},  # a host port: node02's HCA
+        ("leaf-r7", "Ethernet6/1"): {"xmit_discards": 10**6},  # an EOS uplink dropping
+    }
+    rc, _ = _run(tmp_path, faults)
+    report = _report(capsys)
+    bad = _bad(report)
+    assert rc == 2 and set(bad) == set(faults), bad
+    isl = bad[("leaf-r1", "Ethernet40")][0]
+    assert isl["code"] == "PHY-004" and "RX_ERR +500" in isl["message"]
+    assert "leaf-r1 port Ethernet40 ↔ spine-2 port Ethernet16" in isl["message"]
+    far = bad[("spine-1", "Ethernet96")][0]
+    assert (
+        far["code"] == "PHY-001"
+        and "spine-1 port Ethernet96 ↔ leaf-r6 port Ethernet5/1" in far["message"]
+    )
+    host = bad[("leaf-r4", "swp2")][0]
+    assert host["subject"]["node"] == "node02" and host["subject"]["hca"] == "mlx5_4"
+    assert "Error Counters.FCS Errors.Receive +3" in host["message"]
+    drops = bad[("leaf-r7", "Ethernet6/1")][0]
+    assert drops["code"] == "PHY-005" and "outDiscards" in drops["message"]
+
+
+def test_a_cut_read_is_an_error_naming_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _write(tmp_path / "before", 0, {})
+    _write(tmp_path / "after", 1, {})
+    cut = tmp_path / "after" / "leaf-r0" / "interfaces.txt"
+    cut.write_text(cut.read_text()[:700])
+    rc = main(
+        [
+            "switch-counters",
+            "-i",
+            str(INV),
+            "--before",
+            str(tmp_path / "before"),
+            "--after",
+            str(tmp_path / "after"),
+            "--format",
+            "json",
+        ]
+    )
+    report = _report(capsys)
+    assert rc == 3
+    errors = [f for f in report["findings"] if f["status"] == "ERROR"]
+    assert any(str(cut) in f["message"] and "cut" in f["message"] for f in errors), errors
+
+
+def test_a_counter_cleared_during_the_run_is_not_judged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rc, _ = _run(tmp_path, {("leaf-r2", "Ethernet8"): {"rx_pkts": -(10**9) - 10**6 + 1}})
+    report = _report(capsys)
+    (f,) = _bad(report)[("leaf-r2", "Ethernet8")]
+    assert rc == 1 and f["code"] == "PHY-009" and "went backwards" in f["message"]
+
+
+@pytest.mark.parametrize(
+    ("attack", "words"),
+    [
+        (lambda d: (d / "not-a-switch").mkdir(), "'not-a-switch' is not a switch of the inventory"),
+        (
+            lambda d: (d / "leaf-r0" / "bad name;rm").write_text("x"),
+            "not a file name rackops reads",
+        ),
+        (
+            lambda d: (d / "leaf-r0" / "link.txt").symlink_to("/etc/passwd"),
+            "is a symlink",
+        ),
+    ],
+    ids=["unknown-switch", "file-name", "symlink"],
+)
+def test_a_hostile_read_is_refused_with_its_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], attack: Any, words: str
+) -> None:
+    _write(tmp_path / "before", 0, {})
+    _write(tmp_path / "after", 1, {})
+    attack(tmp_path / "after")
+    rc = main(
+        [
+            "switch-counters",
+            "-i",
+            str(INV),
+            "--before",
+            str(tmp_path / "before"),
+            "--after",
+            str(tmp_path / "after"),
+        ]
+    )
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    assert rc in (3, 64) and words in out + err, out + err
