@@ -153,6 +153,7 @@ def _cmd_lab(args: argparse.Namespace) -> int:
                 slurm_health_interval=args.slurm_health_interval,
                 port_base=args.port_base,
                 log=log,
+                racks=args.racks,
             )
         finally:
             for line in log:
@@ -585,6 +586,13 @@ def _add_lab(sub: Any) -> None:
     )
     labp.add_argument("--dest", help="repo: where to build it (default build/lab-repo)")
     labp.add_argument("--nodes", type=int, default=4, help="number of targets (default 4)")
+    labp.add_argument(
+        "--racks",
+        type=int,
+        default=1,
+        help="up: the nodes in N racks, each rack its own leaves, one spine per rail joining "
+        "them (traffic between racks crosses two inter-switch links); default 1",
+    )
     labp.add_argument("--scenario", help="YAML file: hardware per node and injected faults")
     labp.add_argument(
         "--engine",

@@ -20,6 +20,36 @@ def netdev(rail: int) -> str:
     return f"enp{24 + 17 * rail}s0np0"
 
 
+MAX_PER_RACK = 16  # a lab leaf has one uplink: its oversubscription is its host count
+
+
+def rack_of(index: int, nodes: int, racks: int) -> tuple[int, int]:
+    """Node ``index`` (1-based) of ``nodes`` in ``racks`` contiguous racks: (rack, its index
+    in the rack), both 1-based; one rack is rack 0 (the single-rack names)."""
+    if racks <= 1:
+        return 0, index
+    per = -(-nodes // racks)
+    return (index - 1) // per + 1, (index - 1) % per + 1
+
+
+def leaf_name(rail: int, rack: int = 0) -> str:
+    return f"leaf-r{rail}" if rack == 0 else f"leaf{rack}-r{rail}"
+
+
+def spine_name(rail: int) -> str:
+    return f"spine-r{rail}"
+
+
+def spine_port(rack: int) -> str:
+    """The spine's port that rack ``rack``'s leaf is designed into (SONiC spines)."""
+    return f"Ethernet{8 * (rack - 1)}"
+
+
+def uplink_port(rail: int) -> str:
+    """A lab leaf's one uplink: past every host and spare port."""
+    return leaf_port(rail, 64)
+
+
 def leaf_port(rail: int, node_index: int) -> str:
     os_name = LEAF_OS[rail]
     if os_name == "sonic":
@@ -62,6 +92,14 @@ LAB_FABRIC: dict[str, Any] = {
         },
     },
 }
+
+
+def _fabric(state: LabState) -> dict[str, Any]:
+    """The lab design; with racks, a leaf's one uplink carries all its hosts."""
+    if state.racks <= 1:
+        return LAB_FABRIC
+    per = -(-len(state.nodes) // state.racks)
+    return {**LAB_FABRIC, "oversubscription": max(1, per)}
 
 
 def _connection_vars(state: LabState) -> dict[str, Any]:
@@ -129,21 +167,49 @@ def _write_ssh_config(state: LabState) -> None:
     (state.workdir / "ssh_config").write_text("\n".join(lines))
 
 
+def _switches(state: LabState) -> dict[str, Any]:
+    """The 'switches' group: a leaf per rail (per rack, with one uplink each, and a spine
+    per rail joining them, when the lab has racks)."""
+    nodes: list[LabNode] = state.nodes
+    racks = state.racks
+    where = {n.name: rack_of(n.index, len(nodes), racks) for n in nodes}
+    leaves: dict[str, dict[str, Any]] = {o: {"hosts": {}} for o in dict.fromkeys(LEAF_OS)}
+    for r in range(RAILS):
+        for k in range(1, racks + 1) if racks > 1 else (0,):
+            here = [where[n.name][1] for n in nodes if where[n.name][0] == k]
+            leaf: dict[str, Any] = {
+                "ansible_host": f"198.19.1.{10 + r + 20 * max(k - 1, 0)}",
+                "rackops_switch_rail": r,
+                "rackops_switch_ports": [leaf_port(r, i) for i in here],
+            }
+            if racks > 1:
+                leaf["rackops_switch_ports"].append(uplink_port(r))
+                leaf["rackops_switch_uplinks"] = [
+                    {"port": uplink_port(r), "spine": spine_name(r), "spine_port": spine_port(k)}
+                ]
+            leaves[LEAF_OS[r]]["hosts"][leaf_name(r, k)] = leaf
+    for os_name in leaves:
+        leaves[os_name]["vars"] = {"ansible_connection": "local"}  # render targets only
+    leaves["eos"]["vars"]["rackops_switch_mtu"] = 9214
+    if racks > 1:
+        leaves["spines"] = {
+            "hosts": {spine_name(r): {"ansible_host": f"198.19.1.{100 + r}"} for r in range(RAILS)},
+            "vars": {
+                "ansible_connection": "local",
+                "rackops_switch_os": "sonic",
+                "rackops_switch_role": "spine",
+                "rackops_switch_ports": [spine_port(k) for k in range(1, racks + 1)],
+            },
+        }
+    return {"vars": {"rackops_switch_role": "leaf"}, "children": leaves}
+
+
 def write_inventory(state: LabState, dest: Path) -> None:
     nodes: list[LabNode] = state.nodes
     for old in (dest / "host_vars").glob("*.yml") if (dest / "host_vars").exists() else []:
         old.unlink()
     hosts = {n.name: {"ansible_host": n.ssh_host, "ansible_port": n.ssh_port} for n in nodes}
-    leaves: dict[str, dict[str, Any]] = {o: {"hosts": {}} for o in dict.fromkeys(LEAF_OS)}
-    for r in range(RAILS):
-        leaves[LEAF_OS[r]]["hosts"][f"leaf-r{r}"] = {
-            "ansible_host": f"198.19.1.{10 + r}",
-            "rackops_switch_rail": r,
-            "rackops_switch_ports": [leaf_port(r, n.index) for n in nodes],
-        }
-    for os_name in leaves:
-        leaves[os_name]["vars"] = {"ansible_connection": "local"}  # render targets only
-    leaves["eos"]["vars"]["rackops_switch_mtu"] = 9214
+    where = {n.name: rack_of(n.index, len(nodes), state.racks) for n in nodes}
     _dump(
         dest / "hosts.yml",
         "The lab rack: containers reached over SSH on loopback ports.",
@@ -151,7 +217,7 @@ def write_inventory(state: LabState, dest: Path) -> None:
             "all": {
                 "children": {
                     "gpu_nodes": {"hosts": hosts, "vars": {"rackops_profile": "h100-sxm-roce400"}},
-                    "switches": {"vars": {"rackops_switch_role": "leaf"}, "children": leaves},
+                    "switches": _switches(state),
                 }
             }
         },
@@ -167,8 +233,8 @@ def write_inventory(state: LabState, dest: Path) -> None:
                         "netdev": netdev(r),
                         "rail": r,
                         "gpu": r,
-                        "switch": f"leaf-r{r}",
-                        "port": leaf_port(r, n.index),
+                        "switch": leaf_name(r, where[n.name][0]),
+                        "port": leaf_port(r, where[n.name][1]),
                         "address": n.rails[r],
                     }
                     for r in range(RAILS)
@@ -178,7 +244,7 @@ def write_inventory(state: LabState, dest: Path) -> None:
     _dump(
         dest / "group_vars" / "all" / "fabric.yml",
         "The lab fabric: RoCE, NVIDIA defaults.",
-        {"rackops_fabric": LAB_FABRIC},
+        {"rackops_fabric": _fabric(state)},
     )
     _dump(
         dest / "group_vars" / "all" / "versions.yml",

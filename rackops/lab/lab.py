@@ -20,11 +20,11 @@ import time
 from pathlib import Path
 
 from rackops.inventory.model import Versions
-from rackops.lab import lldp, nspawn
+from rackops.lab import lldp, nspawn, spines
 from rackops.lab import slurm as lab_slurm
 from rackops.lab.engine import LABEL, Engine, LabError
 from rackops.lab.hoststate import restore, snapshot
-from rackops.lab.inventory import RAILS, netdev, write_inventory
+from rackops.lab.inventory import MAX_PER_RACK, RAILS, netdev, write_inventory
 from rackops.lab.model import MGMT_NET, RAIL_NET, LabNode, LabState
 from rackops.lab.repo import APT_SOURCE, build_repo
 from rackops.lab.scenario import Scenario, load_scenario
@@ -215,9 +215,11 @@ def up(
     port_base: int = 2300,
     versions: Versions = DEFAULT_VERSIONS,
     log: list[str] | None = None,
+    racks: int = 1,
 ) -> LabState:
     log = log if log is not None else []
     _refuse_options(nodes, engine_name, systemd, slurm)
+    _refuse_racks(nodes, racks, engine_name)
     nspawn_engine = engine_name == "nspawn"
     wd = lab_workdir(workdir)
     wd.mkdir(parents=True, exist_ok=True)
@@ -251,7 +253,7 @@ def up(
         n: {r: f"{RAIL_NET}.{r}.{10 + i}" for r in range(RAILS)} for i, n in enumerate(names, 1)
     }
     try:
-        wires = wiring(spec, names, RAILS)
+        wires = wiring(spec, names, RAILS, racks)
     except ValueError as exc:
         raise LabError(f"scenario: {exc}") from exc
     (wd / "scenario.json").write_text(
@@ -269,6 +271,7 @@ def up(
         networks=nets,
         versions=versions.model_dump(exclude_none=True),
         slurm=slurm,
+        racks=racks,
     )
     state.save()  # from here on, `down` can clean up whatever exists
     try:
@@ -277,7 +280,12 @@ def up(
         else:
             _start(engine, state, spec, names, rails, nets, port_base, log)
         ends = _rail_ends(engine, state)
-        _wire(ends, wires)
+        if racks > 1:
+            bridges = spines.up(ends, wires, racks, RAILS, SWITCH_MTU)
+            log.append(f"spine tier: {racks} racks, one spine per rail, one uplink per leaf")
+        else:
+            bridges = spines.leaf_bridges(ends, wires)
+        _wire(ends, wires, bridges)
         leaves = lldp.start(wd, ends, wires)
         log.append(f"LLDP: {len(leaves)} leaf switches (lldpd) on the rail bridges")
     except BaseException:
@@ -292,6 +300,21 @@ def up(
     if slurm:
         _slurm_up(state, log)
     return state
+
+
+def _refuse_racks(nodes: int, racks: int, engine_name: str) -> None:
+    if racks == 1:
+        return
+    if not 2 <= racks <= 4:
+        raise LabError(f"--racks {racks}: a lab has 1 to 4 racks")
+    if engine_name != "podman":
+        raise LabError(f"--racks {racks}: the spine tier is built on podman's rail networks")
+    per = -(-nodes // racks)
+    if nodes < 2 * racks or per > MAX_PER_RACK:
+        raise LabError(
+            f"--racks {racks} with --nodes {nodes}: each rack needs 2 to {MAX_PER_RACK} nodes "
+            f"(a lab leaf has one uplink, so its oversubscription is its host count)"
+        )
 
 
 def _refuse_options(nodes: int, engine_name: str, systemd: bool, slurm: bool) -> None:
@@ -607,17 +630,16 @@ def _set_leaf_mtus(
     return applied
 
 
-def _wire(ends: dict[tuple[str, int], str], wires: Wiring) -> None:
-    """A cable that the wiring puts on another rail's leaf joins that leaf's bridge."""
-    bridge_of: dict[int, str] = {}
-    for (node, r), host_end in ends.items():
-        if wires[node][r].rail == r and (m := _master(host_end)):
-            bridge_of.setdefault(r, m)
+def _wire(
+    ends: dict[tuple[str, int], str], wires: Wiring, bridges: dict[tuple[int, int], str]
+) -> None:
+    """A cable that the wiring puts on another rail's leaf joins that leaf's bridge (of its
+    own rack). ``bridges``: (rack, rail) -> the bridge playing that leaf."""
     for (node, r), host_end in sorted(ends.items()):
         plug = wires[node][r]
         if plug.rail == r:
             continue
-        bridge = bridge_of.get(plug.rail)
+        bridge = bridges.get((plug.rack, plug.rail))
         if bridge is None:
             raise LabError(f"{node}: no bridge found for rail {plug.rail} (miscabled fault)")
         proc = subprocess.run(
@@ -676,6 +698,7 @@ def down(*, workdir: str | None = None, purge: bool = False) -> list[str]:
     state = LabState.load(wd)
     removed = lldp.stop(wd)
     removed += lab_slurm.stop(wd)
+    removed += spines.down()
     # an nspawn lab builds its image with podman: both are swept, whatever state says
     containers = PodmanTargets(wd, state.engine if state and state.engine != "nspawn" else "podman")
     for targets in (

@@ -36,6 +36,7 @@ class LabState:
     versions: dict[str, str]
     nodes: list[LabNode] = field(default_factory=list)
     slurm: bool = False  # slurmctld on this machine, slurmd in the targets (lab/slurm.py)
+    racks: int = 1  # > 1: a spine tier joins the racks' leaves (lab/spines.py)
 
     def save(self) -> None:
         data = asdict(self)

@@ -12,28 +12,33 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rackops.lab.inventory import leaf_port
+from rackops.lab.inventory import leaf_name, leaf_port, rack_of
 from rackops.lab.scenario import Scenario
 
 
 @dataclass(frozen=True)
 class Plug:
-    """Where one cable really is: the leaf's rail (its bridge, its name) and port name."""
+    """Where one cable really is: the leaf's rail and rack (its bridge, its name) and port."""
 
     rail: int
     port: str
+    rack: int = 0  # 0: a one-rack lab (leaf-r<r>); else leaf<rack>-r<r>
 
     @property
     def leaf(self) -> str:
-        return f"leaf-r{self.rail}"
+        return leaf_name(self.rail, self.rack)
 
 
 Wiring = dict[str, dict[int, Plug]]  # node -> rail of its HCA -> where that cable is
 
 
-def wiring(spec: Scenario, names: list[str], rails: int) -> Wiring:
-    index = {n: i for i, n in enumerate(names, 1)}
-    out: Wiring = {n: {r: Plug(r, leaf_port(r, index[n])) for r in range(rails)} for n in names}
+def wiring(spec: Scenario, names: list[str], rails: int, racks: int = 1) -> Wiring:
+    where = {n: rack_of(i, len(names), racks) for i, n in enumerate(names, 1)}
+    index = {n: where[n][1] for n in names}
+    rack = {n: where[n][0] for n in names}
+    out: Wiring = {
+        n: {r: Plug(r, leaf_port(r, index[n]), rack[n]) for r in range(rails)} for n in names
+    }
     for node, ns in spec.nodes.items():
         for f in ns.faults:
             if f.kind != "miscabled" or f.hca is None:
@@ -45,15 +50,21 @@ def wiring(spec: Scenario, names: list[str], rails: int) -> Wiring:
                     raise ValueError(
                         f"{node}: miscabled swap_with {other!r} is not another node of the lab"
                     )
-                out[node][r] = Plug(r, leaf_port(r, index[other]))
-                out[other][r] = Plug(r, leaf_port(r, index[node]))
+                if rack[other] != rack[node]:
+                    raise ValueError(
+                        f"{node}: miscabled swap_with {other}: a swap is on one leaf, and "
+                        f"{other} is in another rack"
+                    )
+                out[node][r] = Plug(r, leaf_port(r, index[other]), rack[node])
+                out[other][r] = Plug(r, leaf_port(r, index[node]), rack[node])
             elif f.rail is not None:
                 if not 0 <= f.rail < rails or f.rail == r:
                     raise ValueError(
                         f"{node}: miscabled rail {f.rail} must be another rail (0..{rails - 1})"
                     )
                 # a spare port of that leaf: past the ones the design uses
-                out[node][r] = Plug(f.rail, leaf_port(f.rail, len(names) + index[node]))
+                spare = leaf_port(f.rail, len(names) + index[node])
+                out[node][r] = Plug(f.rail, spare, rack[node])
     return out
 
 
