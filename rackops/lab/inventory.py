@@ -189,19 +189,31 @@ def _switches(state: LabState) -> dict[str, Any]:
                 ]
             leaves[LEAF_OS[r]]["hosts"][leaf_name(r, k)] = leaf
     for os_name in leaves:
-        leaves[os_name]["vars"] = {"ansible_connection": "local"}  # render targets only
+        leaves[os_name]["vars"] = _switch_connection(state)
     leaves["eos"]["vars"]["rackops_switch_mtu"] = 9214
     if racks > 1:
         leaves["spines"] = {
             "hosts": {spine_name(r): {"ansible_host": f"198.19.1.{100 + r}"} for r in range(RAILS)},
             "vars": {
-                "ansible_connection": "local",
+                **_switch_connection(state),
                 "rackops_switch_os": "sonic",
                 "rackops_switch_role": "spine",
                 "rackops_switch_ports": [spine_port(k) for k in range(1, racks + 1)],
             },
         }
+    for group in leaves.values():  # switches that answer over SSH (lab/switches.py)
+        for name, host in group["hosts"].items():
+            if name in state.switch_ssh:
+                host.update(ansible_host="127.0.0.1", ansible_port=state.switch_ssh[name])
     return {"vars": {"rackops_switch_role": "leaf"}, "children": leaves}
+
+
+def _switch_connection(state: LabState) -> dict[str, Any]:
+    """How the run reaches the lab's switches: over SSH where they answer (a lab with
+    racks), else nowhere (render targets only)."""
+    if not state.switch_ssh:
+        return {"ansible_connection": "local"}
+    return {"ansible_user": "ci", "ansible_ssh_private_key_file": str(state.key)}
 
 
 def write_inventory(state: LabState, dest: Path) -> None:

@@ -22,9 +22,10 @@ from pathlib import Path
 from rackops.inventory.model import Versions
 from rackops.lab import lldp, nspawn, spines
 from rackops.lab import slurm as lab_slurm
+from rackops.lab import switches as lab_switches
 from rackops.lab.engine import LABEL, Engine, LabError
 from rackops.lab.hoststate import restore, snapshot
-from rackops.lab.inventory import MAX_PER_RACK, RAILS, netdev, write_inventory
+from rackops.lab.inventory import LAB_FABRIC, MAX_PER_RACK, RAILS, netdev, write_inventory
 from rackops.lab.model import MGMT_NET, RAIL_NET, LabNode, LabState
 from rackops.lab.repo import APT_SOURCE, build_repo
 from rackops.lab.scenario import Scenario, load_scenario
@@ -288,6 +289,11 @@ def up(
         _wire(ends, wires, bridges)
         leaves = lldp.start(wd, ends, wires)
         log.append(f"LLDP: {len(leaves)} leaf switches (lldpd) on the rail bridges")
+        if racks > 1:
+            prio = int(LAB_FABRIC["roce"]["priority"])
+            state.switch_ssh = lab_switches.start(engine, state, ends, wires, prio)
+            state.save()
+            log.append(f"{len(state.switch_ssh)} switches answer their NOS commands over SSH")
     except BaseException:
         # a half-started lab is taken down again: nothing of it, and no state, is left behind
         try:

@@ -37,6 +37,7 @@ class LabState:
     nodes: list[LabNode] = field(default_factory=list)
     slurm: bool = False  # slurmctld on this machine, slurmd in the targets (lab/slurm.py)
     racks: int = 1  # > 1: a spine tier joins the racks' leaves (lab/spines.py)
+    switch_ssh: dict[str, int] = field(default_factory=dict)  # switch -> its SSH port
 
     def save(self) -> None:
         data = asdict(self)

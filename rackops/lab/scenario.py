@@ -14,6 +14,9 @@ applies, and shows in hwsim's outputs there and nowhere else::
           - {kind: miscabled, hca: mlx5_2, swap_with: node03}  # the two cables swapped
           - {kind: symbol_errors, hca: mlx5_4, ber: 1.0e-9}   # errors grow with traffic
       node04: {unreachable: true}
+    fabric:                                                # a lab with --racks
+      faults:
+        - {kind: isl_errors, switch: leaf2-r3, per_packets: 500}   # a dirty uplink optic
 """
 
 from __future__ import annotations
@@ -172,10 +175,26 @@ class NodeSpec(_F):
     unreachable: bool = False
 
 
+class IslFault(_F):
+    """A fault of an inter-switch link (a lab with ``--racks``), named by its leaf: the
+    leaf's one uplink and the spine port at its other end."""
+
+    kind: Literal["isl_errors"]  # both ends count errors that grow with the link's traffic
+    switch: str = Field(pattern=r"^leaf\d+-r\d+$", description="the leaf, e.g. leaf2-r3")
+    per_packets: int = Field(
+        default=1000, ge=1, le=10**9, description="isl_errors: one error per N packets received"
+    )
+
+
+class FabricSpec(_F):
+    faults: tuple[IslFault, ...] = ()
+
+
 class Scenario(_F):
     hardware: dict[str, Any] = Field(default_factory=dict)
     formats: dict[str, str] = Field(default_factory=dict)
     nodes: dict[str, NodeSpec] = Field(default_factory=dict)
+    fabric: FabricSpec = FabricSpec()
 
     def for_hwsim(self, names: list[str], rails: dict[str, dict[int, str]]) -> dict[str, Any]:
         """The JSON every target reads: scenario + each node's index and rail addresses."""
@@ -188,7 +207,12 @@ class Scenario(_F):
                 "hardware": spec.hardware,
                 "faults": [f.model_dump(exclude_none=True) for f in spec.faults],
             }
-        return {"hardware": self.hardware, "formats": self.formats, "nodes": nodes}
+        return {
+            "hardware": self.hardware,
+            "formats": self.formats,
+            "nodes": nodes,
+            "fabric": {"faults": [f.model_dump() for f in self.fabric.faults]},
+        }
 
 
 def load_scenario(path: str | Path | None) -> Scenario:

@@ -72,6 +72,14 @@ def _check_suspects(
             raise RackopsError(f"--suspects {short(s)} is not one of {where}")
 
 
+def _switch_targets(result: Any, cluster: Cluster, limit: str | None) -> dict[str, Any]:
+    """The switches to read: none when the run is limited to some nodes (the switches'
+    counters would count the other nodes' traffic too)."""
+    from rackops.validate.switches import switch_targets
+
+    return {} if limit is not None else switch_targets(result, cluster)
+
+
 def validate(
     inventory: str,
     suite_name: str,
@@ -144,6 +152,12 @@ def validate(
     is_lab = bool(first.get("rackops_lab", False))
     mpirun = tuple(str(a) for a in first.get("rackops_mpirun_args", ()))
     executor: Executor
+    switch_reader: Any = None
+    switch_targets = _switch_targets(result, cluster, limit)
+    if switch_targets:  # switches are read from here, over SSH, whatever the launcher
+        from rackops.validate.ssh import SshExecutor as _Ssh
+
+        switch_reader = _Ssh(accept_new_host_keys=accept_new_host_keys)
     if launcher == "slurm":
         executor = SlurmExecutor.open([n.name for n in cluster.nodes], slurm, inventory, progress)
     else:
@@ -161,10 +175,14 @@ def validate(
             concurrency=concurrency,
             lab=is_lab,
             progress=progress,
+            switch_targets=switch_targets,
+            switch_executor=switch_reader,
         )
         runner.run(plan)
     finally:
         executor.close()
+        if switch_reader is not None:
+            switch_reader.close()
     report, verdict = write_reports(rundir)
     if apply_actions:
         for done in apply(actions(report, scheduler), slurm_env(slurm.conf)):

@@ -27,7 +27,7 @@ from typing import Any
 
 @dataclass
 class Culprit:
-    kind: str  # gpu | hca | node | leaf | link | nccl | cabling | fleet
+    kind: str  # gpu | hca | node | leaf | link | nccl | cabling | fleet | isl
     node: str | None
     message: str
     remediation: str
@@ -91,6 +91,7 @@ def localise(records: list[dict[str, Any]]) -> Verdict:
     their order, each a method of :class:`_Rules` for one kind of record."""
     r = _Rules(records)
     r.node_checks()
+    r.switch_ports()
     r.cabling()
     r.peer_warnings()
     r.route_errors()
@@ -152,6 +153,35 @@ class _Rules:
                 c.evidence.append({"step": rec["id"], **f})
             self._warn(rec)
 
+    # 1a. a switch's own counters: a host port's errors are that HCA's cable (merged with its
+    # host-side finding); both ends of one inter-switch link are one culprit, the ISL
+    def switch_ports(self) -> None:
+        for rec in self.of_kind("switch"):
+            for f in _fails(rec):
+                s = f["subject"]
+                key: Key
+                if s.get("node") and s.get("hca"):
+                    key = (s["node"], "hca", s["hca"])
+                    kind, peer = "hca", None
+                else:
+                    here = f"{s.get('switch')} port {s.get('switch_port')}"
+                    key = ("isl", *sorted((here, s.get("peer") or "")))
+                    kind, peer = "isl", s.get("peer")
+                c = self.culprits.get(key)
+                if c is None:
+                    c = self.culprits[key] = Culprit(
+                        kind,
+                        s.get("node"),
+                        f["message"],
+                        f.get("remediation") or "",
+                        hca=s.get("hca"),
+                        switch=s.get("switch"),
+                        switch_port=s.get("switch_port"),
+                        peer=peer,
+                    )
+                c.evidence.append({"step": rec["id"], **f})
+            self._warn(rec)
+
     # 1b. cabling: one culprit per mistake; its ports' pair results are untrustworthy
     def cabling(self) -> None:
         for rec in self.of_kind("cabling"):
@@ -189,7 +219,7 @@ class _Rules:
 
     # 2. ERRORs: evidence for a culprit they touch, set aside when explained, else errors
     def route_errors(self) -> None:
-        node_culprits = {k[0] for k in self.culprits if k[0] not in ("cabling", "fleet")}
+        node_culprits = {k[0] for k in self.culprits if k[0] not in ("cabling", "fleet", "isl")}
         bad_hca = {(k[0], k[2]) for k in self.culprits if k[1] == "hca"}
         for rec in self.records:
             for f in _fails(rec, "ERROR"):

@@ -25,7 +25,9 @@ from rackops.errors import ExitCode, InputError, RackopsError
 from rackops.scheduler.actions import NODE_RE
 
 SCHEMA = 2
-Kind = Literal["node", "unreachable", "pair", "snapshot", "cabling", "peers", "nccl", "fleet"]
+Kind = Literal[
+    "node", "unreachable", "pair", "snapshot", "cabling", "peers", "nccl", "fleet", "switch"
+]
 KINDS: tuple[str, ...] = (
     "node",
     "unreachable",
@@ -35,6 +37,7 @@ KINDS: tuple[str, ...] = (
     "peers",
     "nccl",
     "fleet",
+    "switch",
 )
 STATUSES = ("OK", "WARN", "FAIL", "ERROR")
 
@@ -358,6 +361,11 @@ META: dict[str, Spec] = {  # per kind (and the phy tool): what readers index
     "cabling": {"source": (False, optional(name)), "seen": (False, json_value)},
     "nccl": {"nodes": (False, list_of(node_name))},
     "fleet": {"how": (False, text)},
+    "switch": {
+        "switch": (False, optional(name)),
+        "ports": (False, map_of(fields(PORT_REPORT, closed=False), name)),
+        "interval_s": (False, optional(number)),
+    },
     "node": {"hold_down_tries": (False, optional(integer))},
 }
 OUTPUT: Spec = {  # RunDir.save_output: the command's evidence

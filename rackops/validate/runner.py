@@ -11,6 +11,7 @@ import shlex
 import sys
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from rackops.inventory.loader import LoadResult
 from rackops.inventory.model import Cluster
@@ -30,6 +31,7 @@ from rackops.validate.stages.gpuload import GpuLoadStage
 from rackops.validate.stages.nccl import NcclStage
 from rackops.validate.stages.nodes import NodeStage
 from rackops.validate.stages.pairs import PairStage
+from rackops.validate.stages.switches import SwitchStage
 
 __all__ = ["Progress", "Runner", "bar", "targets_from_inventory"]
 
@@ -65,7 +67,7 @@ PORT_BLOCKS = "perftest-port-blocks.json"  # in the run directory: the blocks it
 
 
 @dataclass
-class Runner(NodeStage, FleetStage, GpuLoadStage, PairStage, NcclStage):
+class Runner(NodeStage, FleetStage, GpuLoadStage, PairStage, SwitchStage, NcclStage):
     """A run: its stages (``rackops.validate.stages``) in order, over one state."""
 
     cluster: Cluster
@@ -82,6 +84,9 @@ class Runner(NodeStage, FleetStage, GpuLoadStage, PairStage, NcclStage):
     # blocks used are kept in the run directory, so a resumed run never draws one again.
     port_base: int = 0
     _done: set[str] = field(default_factory=set)
+    # the leaves and spines the inventory gives an SSH connection, read around the pair rounds
+    switch_targets: dict[str, Target] = field(default_factory=dict)
+    switch_executor: Any = None
 
     def __post_init__(self) -> None:
         if self.port_base:
@@ -130,10 +135,12 @@ class Runner(NodeStage, FleetStage, GpuLoadStage, PairStage, NcclStage):
             # bandwidth is not the HCA's
             physical.snapshot(plan.nodes, done, unreachable, "before")
             self.progress("[phy] cabling checked; port counters read before the pair rounds")
+            self.switches_read("before", done)
         self.pair_stage(plan, done, unreachable)
         if physical is not None:
             physical.snapshot(plan.nodes, done, unreachable, "after")
             self.progress("[phy] port counters, BER and optics read after the pair rounds")
+            self.switches_read("after", done)
         from rackops.validate.localise import failing_nodes
 
         bad = failing_nodes(self.rundir.records()) | unreachable

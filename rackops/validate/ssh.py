@@ -344,6 +344,31 @@ class SshExecutor:
             )
         return handle.wait(timeout + 10)  # the remote `timeout` fires first
 
+    def run_cli(self, t: Target, command: str, timeout: float) -> CommandResult:
+        """One command line of a switch's own CLI (``show pfc counters``, ``... | json``),
+        sent as it is: a NOS has no shell to quote for and no ``timeout``; the channel is
+        closed at the timeout instead."""
+        started = time.monotonic()
+        try:
+            client = self._client(t)
+            transport = client.get_transport()
+            assert transport is not None
+            channel = self._open_session(transport)
+            channel.exec_command(command)
+        except Unreachable as exc:
+            return CommandResult(t.name, (command,), None, "", "", 0.0, error=str(exc))
+        except (paramiko.SSHException, OSError) as exc:
+            return CommandResult(
+                t.name,
+                (command,),
+                None,
+                "",
+                "",
+                time.monotonic() - started,
+                error=f"could not start: {exc}",
+            )
+        return Handle(t, (command,), channel, started, timeout).wait(timeout)
+
     def run_many(
         self, jobs: Sequence[tuple[Target, Sequence[str]]], timeout: float
     ) -> list[CommandResult]:

@@ -152,3 +152,53 @@ def run_cli(args: Any) -> int:
         Status.ERROR: ExitCode.UNREADABLE,
     }
     return int(codes[verdict])
+
+
+# ------------------------------------------------------------------ read from the switches
+# What one read of a switch runs, per NOS: (file name, command line). NVUE prints one
+# interface per command, so its commands are per design port.
+COMMANDS: dict[str, tuple[tuple[str, str], ...]] = {
+    "sonic": (
+        ("interfaces", "show interfaces counters"),
+        ("fec", "show interfaces counters fec-stats"),
+        ("pfc", "show pfc counters"),
+        ("wred", "show queue wredcounters"),
+    ),
+    "eos": (
+        ("errors", "show interfaces counters errors | json"),
+        ("discards", "show interfaces counters discards | json"),
+        ("pfc", "show priority-flow-control counters | json"),
+        ("ecn", "show qos interfaces ecn counters queue | json"),
+    ),
+}
+READ_TIMEOUT_S = 60.0
+
+
+def commands(sw: Switch) -> list[tuple[str, str]]:
+    if sw.os == "cumulus":
+        return [
+            (f"{p}.{what}", f"nv show interface {p} {cmd}")
+            for p in sw.ports
+            for what, cmd in (("counters", "counters"), ("roce", "qos roce counters"))
+        ]
+    return list(COMMANDS.get(sw.os, ()))
+
+
+def switch_targets(result: Any, cluster: Cluster) -> dict[str, Any]:
+    """The switches the run can read: those the inventory gives an SSH connection (not
+    ``ansible_connection: local``, a render-only entry) and whose NOS rackops reads."""
+    from rackops.validate.executor import Target
+
+    out = {}
+    for sw in cluster.switches:
+        v = result.hostvars[sw.name].values
+        if v.get("ansible_connection", "ssh") in ("local",) or sw.os not in TOOL_OF:
+            continue
+        out[sw.name] = Target(
+            sw.name,
+            sw.address,
+            sw.ssh_port,
+            user=v.get("ansible_user"),
+            key_file=v.get("ansible_ssh_private_key_file"),
+        )
+    return out

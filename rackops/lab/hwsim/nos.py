@@ -13,6 +13,8 @@ A port's counters (``c``) use the normalised names of rackops.checks.switchports
 from __future__ import annotations
 
 import json
+import os
+import sys
 
 
 def _table(header, rows, left=False):
@@ -208,3 +210,107 @@ def eos_json(ports, what, prio):
             }
         }
     return json.dumps(body, indent=2) + "\n"
+
+
+# --- the switch itself: ``nos.py <switch>`` as an SSH ForceCommand ------------------------
+# The lab (rackops.lab.switches) writes /etc/rackops-nos/switches.json: for every switch its
+# NOS, the RoCE priority and its design ports, each the host-side Linux interface that plays
+# it (a bridge port). Packets and bytes are the interface's real counters; errors, discards,
+# pause frames and ECN marks are simulated (a veth has none): zero, unless a scenario fault
+# of the fabric puts them on the port.
+
+SWITCHES = "/etc/rackops-nos/switches.json"
+SCENARIO = "/etc/rackops-hwsim/scenario.json"
+STATS = "/sys/class/net/%s/statistics/%s"
+
+
+def _stat(ifname, name):
+    try:
+        with open(STATS % (ifname, name)) as fh:
+            return int(fh.read().strip() or 0)
+    except (OSError, ValueError):
+        return 0
+
+
+def _faults():
+    try:
+        with open(SCENARIO) as fh:
+            return (json.load(fh).get("fabric") or {}).get("faults") or []
+    except (OSError, ValueError):
+        return []
+
+
+def port_counters(conf, port):
+    ifname = conf["ports"][port]
+    c = {
+        "rx_pkts": _stat(ifname, "rx_packets"),
+        "tx_pkts": _stat(ifname, "tx_packets"),
+        "rx_bytes": _stat(ifname, "rx_bytes"),
+        "tx_bytes": _stat(ifname, "tx_bytes"),
+        "crc_errors": 0,
+        "symbol_errors": 0,
+        "fec_corrected": 0,
+        "rx_discards": 0,
+        "xmit_discards": 0,
+        "pause_rx": 0,
+        "pause_tx": 0,
+        "ecn_marked": 0,
+        "state": "U" if _stat(ifname, "rx_packets") >= 0 else "D",
+    }
+    for f in _faults():
+        if f.get("kind") == "isl_errors" and port in conf.get("isl_faulted", {}).get(
+            f.get("switch"), []
+        ):
+            c["symbol_errors"] += c["rx_pkts"] // max(1, int(f.get("per_packets") or 1000))
+    return c
+
+
+def _invalid(os_name, cmd):
+    if os_name == "eos":
+        sys.stdout.write("% Invalid input\n")
+    elif os_name == "cumulus":
+        sys.stderr.write("Error: '%s' is not a valid command\n" % cmd)
+    else:
+        sys.stderr.write('Error: No such command "%s".\n' % cmd)
+    return 2
+
+
+def run(switch, cmd):
+    with open(SWITCHES) as fh:
+        conf = json.load(fh)[switch]
+    os_name, prio = conf["os"], conf["prio"]
+    ports = {p: port_counters(conf, p) for p in conf["ports"]}
+    words = cmd.split()
+    if os_name == "sonic":
+        table = {
+            "show interfaces counters": lambda: sonic_interfaces(ports),
+            "show interfaces counters fec-stats": lambda: sonic_fec(ports),
+            "show pfc counters": lambda: sonic_pfc(ports, prio),
+            "show queue wredcounters": lambda: sonic_wred(ports, prio),
+        }
+        if cmd.strip() in table:
+            sys.stdout.write(table[cmd.strip()]())
+            return 0
+    elif os_name == "cumulus" and words[:3] == ["nv", "show", "interface"] and len(words) > 4:
+        port = words[3]
+        if port in ports and words[4:] == ["counters"]:
+            sys.stdout.write(nvue_counters(ports[port]))
+            return 0
+        if port in ports and words[4:] == ["qos", "roce", "counters"]:
+            sys.stdout.write(nvue_roce(ports[port]))
+            return 0
+    elif os_name == "eos":
+        table = {
+            "show interfaces counters errors | json": "errors",
+            "show interfaces counters discards | json": "discards",
+            "show priority-flow-control counters | json": "pfc",
+            "show qos interfaces ecn counters queue | json": "ecn",
+        }
+        if cmd.strip() in table:
+            sys.stdout.write(eos_json(ports, table[cmd.strip()], prio))
+            return 0
+    return _invalid(os_name, cmd)
+
+
+if __name__ == "__main__":
+    sys.exit(run(sys.argv[1], os.environ.get("SSH_ORIGINAL_COMMAND", "")))

@@ -1,0 +1,117 @@
+"""The switches' own counters in a run: every leaf and spine the inventory gives an SSH
+connection is read right after the hosts' port snapshot before the pair rounds, and again
+after the one after them (``rackops.validate.switches``: the commands per NOS). What grew on
+every cabled port is judged by the host ports' rules and named by the cable on it: a host's
+HCA, or the far end of an inter-switch link (``rackops.checks.switchports``).
+
+Each command's output is recorded (``switch/<sw>/<phase>/<file>``, kind ``switch``) and the
+judgement once per switch (``switch/<sw>``, with every port's deltas in ``meta.ports``). The
+samples before are held in memory: a resumed run reads them again around what is left.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
+from typing import Any
+
+from rackops.checks.phy import PortSample
+from rackops.checks.switchports import judge_switch, samples
+from rackops.findings import Finding, Status, Subject
+from rackops.parsers import ParseError, parse
+from rackops.validate.stages.base import StageBase
+from rackops.validate.switches import READ_TIMEOUT_S, TOOL_OF, commands
+
+Read = tuple[dict[str, PortSample], float]
+
+
+class SwitchStage(StageBase):
+    switch_targets: dict[str, Any]
+    switch_executor: Any
+
+    def switches_read(self, phase: str, done: set[str]) -> None:
+        if not self.switch_targets or self.suite.checks.physical is None:
+            return
+        todo = sorted(s for s in self.switch_targets if f"switch/{s}" not in done)
+        if not todo:
+            return
+        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(todo))) as pool:
+            reads = dict(
+                zip(todo, pool.map(lambda s: self._read_switch(s, phase), todo), strict=True)
+            )
+        if phase == "before":
+            self._switch_before: dict[str, Read] = reads
+            self.progress(
+                f"[switch] {len(reads)} switches' port counters read before the pair rounds"
+            )
+            return
+        before = getattr(self, "_switch_before", {})
+        for name, (after, t1) in reads.items():
+            self._judge_switch(name, before.get(name), after, t1)
+        self.progress(f"[switch] {len(reads)} switches' port counters judged")
+
+    def _read_switch(self, name: str, phase: str) -> Read:
+        sw = self.cluster.switch(name)
+        assert sw is not None
+        prio = self.cluster.fabric.roce.priority if self.cluster.fabric.roce else 0
+        outputs: list[tuple[str, Any]] = []
+        for fname, cmd in commands(sw):
+            result = self.switch_executor.run_cli(self.switch_targets[name], cmd, READ_TIMEOUT_S)
+            findings = []
+            subj = Subject(switch=name)
+            if not result.ran or result.rc != 0:
+                why = result.error or f"exit {result.rc}: {result.stderr.strip()[-300:]}"
+                findings.append(
+                    Finding("SWP-003", Status.ERROR, subj, f"{name}: `{cmd}` failed: {why}")
+                )
+            else:
+                try:
+                    parsed = parse(TOOL_OF[sw.os], result.stdout)
+                except ParseError as exc:
+                    parsed = None
+                    findings.append(
+                        Finding("SWP-002", Status.ERROR, subj, f"{name}: `{cmd}`: {exc}")
+                    )
+                if parsed is not None and not getattr(parsed, "complete", False):
+                    findings.append(
+                        Finding(
+                            "SWP-002",
+                            Status.ERROR,
+                            subj,
+                            f"{name}: `{cmd}` printed cut output; its counters are not used",
+                        )
+                    )
+                elif parsed is not None:
+                    outputs.append((fname.split(".", 1)[0] if sw.os == "cumulus" else "", parsed))
+            self._record(
+                f"switch/{name}/{phase}/{fname}", "switch", None, TOOL_OF[sw.os], result, findings
+            )
+        return samples(sw, outputs, prio), time.monotonic()
+
+    def _judge_switch(
+        self, name: str, before: Read | None, after: dict[str, PortSample], t1: float
+    ) -> None:
+        sw = self.cluster.switch(name)
+        assert sw is not None
+        if before is None:
+            findings = [
+                Finding(
+                    "SWP-001",
+                    Status.ERROR,
+                    Subject(switch=name),
+                    f"{name}: no read before the pair rounds in this invocation; not judged",
+                    remediation="rerun the validation (a resumed run reads both again)",
+                )
+            ]
+            self._record(f"switch/{name}", "switch", None, TOOL_OF[sw.os], None, findings)
+            return
+        ports, t0 = before
+        phy = next(iter(self.profiles.values())).phy
+        findings, reports = judge_switch(self.cluster, sw, ports, after, phy, t1 - t0)
+        meta = {
+            "switch": name,
+            "interval_s": round(t1 - t0, 3),
+            "ports": {p: asdict(r) for p, r in reports.items()},
+        }
+        self._record(f"switch/{name}", "switch", None, TOOL_OF[sw.os], None, findings, meta)
