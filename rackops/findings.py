@@ -19,6 +19,10 @@ class Status(StrEnum):
     ERROR = "ERROR"
 
 
+# how bad a status is, to take the worst of several (a record, a port, a link)
+STATUS_VALUE = {"OK": 0, "WARN": 1, "ERROR": 2, "FAIL": 3}
+
+
 @dataclass(frozen=True)
 class Subject:
     """What the finding is about; the most specific fields that apply are set."""

@@ -16,7 +16,7 @@ applies, and shows in hwsim's outputs there and nowhere else::
       node04: {unreachable: true}
     fabric:                                                # a lab with --racks
       faults:
-        - {kind: isl_errors, switch: leaf2-r3, per_packets: 500}   # a dirty uplink optic
+        - {kind: isl_errors, switch: leaf2-r3, per_packets: 10}    # a dirty uplink optic
 """
 
 from __future__ import annotations
@@ -179,10 +179,10 @@ class IslFault(_F):
     """A fault of an inter-switch link (a lab with ``--racks``), named by its leaf: the
     leaf's one uplink and the spine port at its other end."""
 
-    kind: Literal["isl_errors"]  # both ends count errors that grow with the link's traffic
+    kind: Literal["isl_errors"]  # both ends count FCS errors that grow with the traffic
     switch: str = Field(pattern=r"^leaf\d+-r\d+$", description="the leaf, e.g. leaf2-r3")
     per_packets: int = Field(
-        default=1000, ge=1, le=10**9, description="isl_errors: one error per N packets received"
+        default=10, ge=1, le=10**9, description="isl_errors: one FCS error per N packets received"
     )
 
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from rackops.errors import InputError
-from rackops.findings import Status
+from rackops.findings import STATUS_VALUE, Status
 from rackops.inventory import load_inventory
 from rackops.profiles import load_profile
 from rackops.scheduler.actions import (
@@ -42,7 +42,6 @@ from rackops.suites import load_suite
 from rackops.validate.executor import Executor, Target
 from rackops.validate.local import LocalExecutor
 from rackops.validate.plan import make_plan
-from rackops.validate.report import STATUS_VALUE
 from rackops.validate.rundir import RunDir
 from rackops.validate.runner import Runner
 

@@ -15,14 +15,14 @@ import markupsafe
 
 from rackops import data
 from rackops.errors import RackopsError
-from rackops.findings import Finding, Status, Subject
+from rackops.findings import STATUS_VALUE, Finding, Status, Subject
+from rackops.validate.fabricreport import SWITCH_COLUMNS, isls, switch_ports
 from rackops.validate.gpureport import gpu_figures, gpu_traces, svg_trace
 from rackops.validate.localise import Verdict, localise
 from rackops.validate.records import damaged, is_number, one_line
 from rackops.validate.rundir import RunDir
 
 TEMPLATES = data.path("templates")
-STATUS_VALUE = {"OK": 0, "WARN": 1, "ERROR": 2, "FAIL": 3}
 MATRIX_MAX_NODES = 48  # above this, one row per node (its slowest link per rail), not n × n
 
 
@@ -60,6 +60,7 @@ def build_report(run: RunDir) -> dict[str, Any]:
             nodes[rec["node"]][rec["tool"]] = st
     pairs = _links(records)
     ports = _ports(records)
+    sw_ports = switch_ports(records)
     curves = []
     for rec in records:
         if rec["tool"] == "nccl-tests" and isinstance(rec.get("stdout"), str):
@@ -91,6 +92,8 @@ def build_report(run: RunDir) -> dict[str, Any]:
         ),
         "nccl_curves": curves,
         "fleet": _fleet(run),
+        "switch_ports": sw_ports,
+        "isls": isls(sw_ports),
         "gpus": gpu_figures(records),
         "gpu_traces": gpu_traces(run, records),
         "steps": len(records),
@@ -384,6 +387,15 @@ def prometheus(report: dict[str, Any]) -> str:
         [(port(p), p.get("raw_ber")) for p in ports],
         fmt="{:.3e}",
     )
+    out += _gauge(
+        "rackops_switch_port_counter_delta",
+        "What a switch port's own counter grew by during the run.",
+        [
+            ({"switch": p["switch"], "port": p["port"], "counter": c}, v)
+            for p in report.get("switch_ports", [])
+            for c, v in sorted(p["delta"].items())
+        ],
+    )
     out += _gpu_gauges(report)
     out += [
         "# HELP rackops_culprits Number of things to fix.",
@@ -485,6 +497,7 @@ def html(report: dict[str, Any]) -> str:
         matrix=matrix,
         worst_link=worst_link,
         port_columns=PORT_COLUMNS,
+        switch_columns=SWITCH_COLUMNS,
         curves=[
             (c["name"], markupsafe.Markup(_svg_curve(c)))  # our own SVG, numbers only
             for c in report["nccl_curves"]

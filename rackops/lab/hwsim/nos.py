@@ -261,7 +261,7 @@ def port_counters(conf, port):
         if f.get("kind") == "isl_errors" and port in conf.get("isl_faulted", {}).get(
             f.get("switch"), []
         ):
-            c["symbol_errors"] += c["rx_pkts"] // max(1, int(f.get("per_packets") or 1000))
+            c["crc_errors"] += c["rx_pkts"] // max(1, int(f.get("per_packets") or 10))
     return c
 
 

@@ -1,0 +1,74 @@
+"""The fabric past the host ports, in the lab: two racks joined by a spine per rail
+(`rackops lab up --racks 2`), every leaf and spine an SSH target answering its NOS's
+counter commands over the real bridge-port counters. Traffic between the racks crosses the
+leaf–spine links, and the run reads both ends of every one of them before and after the pair
+rounds: a clean fabric is ACCEPTED, and a dirty ISL optic is named as that link — both ends,
+one culprit — with no host blamed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from labkit import provision_hosts, set_fabric_faults, validate
+from test_lab import pytestmark  # noqa: F401  (same skip/require rules)
+
+from rackops import lab
+from rackops.lab.lab import LabState, lab_workdir
+
+
+@pytest.fixture(scope="module")
+def two_racks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    assert LabState.load(lab_workdir(None)) is None, "a lab is already up: rackops lab down"
+    inv = tmp_path_factory.mktemp("fabric") / "inv"
+    lab.up(nodes=4, racks=2, inventory=str(inv))
+    try:
+        provision_hosts(inv, "")
+        yield inv
+    finally:
+        lab.down()
+
+
+def test_a_clean_two_rack_fabric_is_accepted_with_every_isl_read_at_both_ends(
+    two_racks: Path, tmp_path: Path
+) -> None:
+    set_fabric_faults([])
+    rc, report = validate(two_racks, tmp_path / "run")
+    assert rc == 0 and report["verdict"] == "ACCEPTED", (report["culprits"], report["errors"])
+    # 4 nodes x 8 rails of host ports, and both ends of the 16 uplinks
+    assert len(report["switch_ports"]) == 4 * 8 + 2 * 16
+    assert len(report["isls"]) == 16
+    assert all(link["read_both_ends"] and link["status"] == "OK" for link in report["isls"])
+    # the pair rounds' traffic between the racks really crossed every leaf–spine link
+    assert all(link["packets"] > 0 for link in report["isls"]), report["isls"]
+    html = (tmp_path / "run" / "report.html").read_text()
+    assert 'id="isls"' in html and "leaf2-r3 port swp64" in html
+
+
+def test_a_dirty_isl_is_named_at_both_ends_as_one_culprit_and_no_host_is_blamed(
+    two_racks: Path, tmp_path: Path
+) -> None:
+    set_fabric_faults([{"kind": "isl_errors", "switch": "leaf2-r3", "per_packets": 5}])
+    try:
+        rc, report = validate(two_racks, tmp_path / "run")
+    finally:
+        set_fabric_faults([])
+    assert rc == 2 and report["verdict"] == "REJECTED"
+    (culprit,) = report["culprits"]
+    assert culprit["kind"] == "isl" and culprit["node"] is None, culprit
+    ends = {culprit["where"], culprit["message"]}
+    assert any("leaf2-r3 port swp64" in e and "spine-r3 port Ethernet8" in e for e in ends), ends
+    steps = {e["step"] for e in culprit["evidence"]}
+    assert steps == {"switch/leaf2-r3", "switch/spine-r3"}  # both ends of the one link
+    assert report["errors"] == []
+    bad = [link for link in report["isls"] if link["status"] != "OK"]
+    assert [(b["leaf"], b["spine"]) for b in bad] == [
+        ("leaf2-r3 port swp64", "spine-r3 port Ethernet8")
+    ]
+    assert bad[0]["errors"] > 0
+    prom = (tmp_path / "run" / "metrics.prom").read_text()
+    assert (
+        'rackops_switch_port_counter_delta{switch="leaf2-r3",port="swp64",counter="crc_errors"}'
+        in prom
+    )
