@@ -44,9 +44,10 @@ if missing or os.geteuid() != 0:
     reason = f"lab needs root and {', '.join(missing) or 'nothing else'}"
     if os.environ.get("RACKOPS_REQUIRE_LAB") == "1":
         raise RuntimeError(reason + " (RACKOPS_REQUIRE_LAB=1)")
-    pytestmark = pytest.mark.skip(reason=reason)
+    # still marked lab: `pytest -m lab` (scripts/test) lists them as skipped, with the reason
+    pytestmark = [pytest.mark.lab, pytest.mark.skip(reason=reason)]
 else:
-    pytestmark = pytest.mark.lab
+    pytestmark = [pytest.mark.lab]
 
 SCENARIO = """
 nodes:

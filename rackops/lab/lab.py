@@ -280,20 +280,7 @@ def up(
             _start_nspawn(state, spec, names, rails, log, slurm_health_interval)
         else:
             _start(engine, state, spec, names, rails, nets, port_base, log)
-        ends = _rail_ends(engine, state)
-        if racks > 1:
-            bridges = spines.up(ends, wires, racks, RAILS, SWITCH_MTU)
-            log.append(f"spine tier: {racks} racks, one spine per rail, one uplink per leaf")
-        else:
-            bridges = spines.leaf_bridges(ends, wires)
-        _wire(ends, wires, bridges)
-        leaves = lldp.start(wd, ends, wires)
-        log.append(f"LLDP: {len(leaves)} leaf switches (lldpd) on the rail bridges")
-        if racks > 1:
-            prio = int(LAB_FABRIC["roce"]["priority"])
-            state.switch_ssh = lab_switches.start(engine, state, ends, wires, prio)
-            state.save()
-            log.append(f"{len(state.switch_ssh)} switches answer their NOS commands over SSH")
+        _fabric_up(engine, state, wires, log)
     except BaseException:
         # a half-started lab is taken down again: nothing of it, and no state, is left behind
         try:
@@ -306,6 +293,25 @@ def up(
     if slurm:
         _slurm_up(state, log)
     return state
+
+
+def _fabric_up(engine: Engine, state: LabState, wires: Wiring, log: list[str]) -> None:
+    """The cables as really wired, the spine tier (racks), LLDP on the leaves, the switches
+    as SSH targets (racks)."""
+    ends = _rail_ends(engine, state)
+    if state.racks > 1:
+        bridges = spines.up(ends, wires, state.racks, RAILS, SWITCH_MTU)
+        log.append(f"spine tier: {state.racks} racks, one spine per rail, one uplink per leaf")
+    else:
+        bridges = spines.leaf_bridges(ends, wires)
+    _wire(ends, wires, bridges)
+    leaves = lldp.start(state.workdir, ends, wires)
+    log.append(f"LLDP: {len(leaves)} leaf switches (lldpd) on the rail bridges")
+    if state.racks > 1:
+        prio = int(LAB_FABRIC["roce"]["priority"])
+        state.switch_ssh = lab_switches.start(engine, state, ends, wires, prio)
+        state.save()
+        log.append(f"{len(state.switch_ssh)} switches answer their NOS commands over SSH")
 
 
 def _refuse_racks(nodes: int, racks: int, engine_name: str) -> None:

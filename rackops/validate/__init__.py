@@ -80,6 +80,29 @@ def _switch_targets(result: Any, cluster: Cluster, limit: str | None) -> dict[st
     return {} if limit is not None else switch_targets(result, cluster)
 
 
+def _run_path(resume: str | None, run_dir: str | None, rack: str, suite: str) -> Path:
+    """The run directory: the one resumed, or a new (empty) one."""
+    if resume:
+        path = Path(resume)
+        if not (path / "results.jsonl").exists():
+            raise RackopsError(f"{resume}: not a run directory (no results.jsonl)")
+        return path
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    path = Path(run_dir or f"build/runs/{rack}-{suite}-{stamp}")
+    if path.exists() and any(path.iterdir()):
+        raise RackopsError(f"{path} exists and is not empty; use --resume {path}")
+    return path
+
+
+def _switch_reader(targets: dict[str, Any], accept_new_host_keys: bool) -> Any:
+    """Switches are read from here, over SSH, whatever launches the nodes' tests."""
+    if not targets:
+        return None
+    from rackops.validate.ssh import SshExecutor
+
+    return SshExecutor(accept_new_host_keys=accept_new_host_keys)
+
+
 def validate(
     inventory: str,
     suite_name: str,
@@ -122,15 +145,7 @@ def validate(
     slurm = (slurm or SlurmSettings()).completed(first, inventory)
     if dry_run:
         return Outcome(plan, None, None, None)
-    if resume:
-        path = Path(resume)
-        if not (path / "results.jsonl").exists():
-            raise RackopsError(f"{resume}: not a run directory (no results.jsonl)")
-    else:
-        stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
-        path = Path(run_dir or f"build/runs/{cluster.name}-{suite.name}-{stamp}")
-        if path.exists() and any(path.iterdir()):
-            raise RackopsError(f"{path} exists and is not empty; use --resume {path}")
+    path = _run_path(resume, run_dir, cluster.name, suite.name)
     rundir = RunDir(path)
     if resume and (dropped := rundir.compact()):
         progress(f"resume: {dropped} unreadable line(s) of {rundir.results} dropped; run again")
@@ -152,12 +167,8 @@ def validate(
     is_lab = bool(first.get("rackops_lab", False))
     mpirun = tuple(str(a) for a in first.get("rackops_mpirun_args", ()))
     executor: Executor
-    switch_reader: Any = None
     switch_targets = _switch_targets(result, cluster, limit)
-    if switch_targets:  # switches are read from here, over SSH, whatever the launcher
-        from rackops.validate.ssh import SshExecutor as _Ssh
-
-        switch_reader = _Ssh(accept_new_host_keys=accept_new_host_keys)
+    switch_reader = _switch_reader(switch_targets, accept_new_host_keys)
     if launcher == "slurm":
         executor = SlurmExecutor.open([n.name for n in cluster.nodes], slurm, inventory, progress)
     else:
