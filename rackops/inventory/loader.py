@@ -56,6 +56,7 @@ os.environ.setdefault("ANSIBLE_INVENTORY_UNPARSED_WARNING", "False")
 os.environ.setdefault("ANSIBLE_DEPRECATION_WARNINGS", "False")
 
 CONNECTION_VARS = (
+    "ansible_connection",  # a switch with `local` is render-only: never read by a run
     "ansible_host",
     "ansible_port",
     "ansible_user",

@@ -60,6 +60,21 @@ class SwitchStage(StageBase):
             result = self.switch_executor.run_cli(self.switch_targets[name], cmd, READ_TIMEOUT_S)
             findings = []
             subj = Subject(switch=name)
+            if not result.ran and "cannot connect" in (result.error or ""):
+                findings.append(
+                    Finding(
+                        "SWP-004",
+                        Status.ERROR,
+                        subj,
+                        f"{name}: not read ({result.error}); its ports are not judged",
+                        remediation="check the switch's address and SSH access, or mark it "
+                        "render-only (ansible_connection: local)",
+                    )
+                )
+                self._record(
+                    f"switch/{name}/{phase}", "switch", None, TOOL_OF[sw.os], result, findings
+                )
+                break  # one finding for the switch, not one per command
             if not result.ran or result.rc != 0:
                 why = result.error or f"exit {result.rc}: {result.stderr.strip()[-300:]}"
                 findings.append(
@@ -107,6 +122,8 @@ class SwitchStage(StageBase):
             self._record(f"switch/{name}", "switch", None, TOOL_OF[sw.os], None, findings)
             return
         ports, t0 = before
+        if not ports or not after:
+            return  # a read that failed whole has its ERROR already (SWP-003/-004)
         phy = next(iter(self.profiles.values())).phy
         findings, reports = judge_switch(self.cluster, sw, ports, after, phy, t1 - t0)
         meta = {
