@@ -149,18 +149,26 @@ def test_ansible_ping(rack: lab.lab.LabState) -> None:
     assert proc.stdout.count("SUCCESS") == 3 and "node04 | UNREACHABLE" in proc.stdout
 
 
-def test_stand_in_packages_install_idempotently(rack: lab.lab.LabState) -> None:
+@pytest.fixture(scope="module")
+def installed(rack: lab.lab.LabState) -> lab.lab.LabState:
+    """The stand-in hardware, installed once for the tests that need it."""
     first = ansible(rack, "ansible-playbook", "playbooks/lab-hardware.yml", "--limit", "!node04")
     assert first.returncode == 0, first.stdout[-2000:]
-    again = ansible(rack, "ansible-playbook", "playbooks/lab-hardware.yml", "--limit", "!node04")
+    return rack
+
+
+def test_stand_in_packages_install_idempotently(installed: lab.lab.LabState) -> None:
+    again = ansible(
+        installed, "ansible-playbook", "playbooks/lab-hardware.yml", "--limit", "!node04"
+    )
     assert again.returncode == 0 and "changed=1" not in again.stdout
     assert again.stdout.count("changed=0") == 3
 
 
-def test_testinfra_reaches_targets(rack: lab.lab.LabState) -> None:
+def test_testinfra_reaches_targets(installed: lab.lab.LabState) -> None:
+    rack = installed
     import testinfra
 
-    test_stand_in_packages_install_idempotently(rack)
     for node in ("node01", "node02", "node03"):
         host = testinfra.get_host(f"ssh://{node}", ssh_config=str(rack.workdir / "ssh_config"))
         assert host.package("doca-ofed").version == rack.versions["ofed"]
@@ -175,8 +183,10 @@ def _raise_rails_mtu(rack: lab.lab.LabState, *nodes: str) -> None:
         assert ssh(rack, node, cmd).returncode == 0
 
 
-def test_leaf_ports_carry_jumbo_frames_once_the_hosts_are_raised(rack: lab.lab.LabState) -> None:
-    test_stand_in_packages_install_idempotently(rack)
+def test_leaf_ports_carry_jumbo_frames_once_the_hosts_are_raised(
+    installed: lab.lab.LabState,
+) -> None:
+    rack = installed
     peer = rack.nodes[2].rails[0]  # node03, rail 0
     jumbo = f"sudo ping -M do -s 8972 -c 1 -W 1 -I {netdev(0)} {peer}"
     # targets start at 1500, as a fresh host does: RoCE active_mtu follows (iboe_get_mtu)
@@ -187,8 +197,8 @@ def test_leaf_ports_carry_jumbo_frames_once_the_hosts_are_raised(rack: lab.lab.L
     assert ssh(rack, "node01", jumbo).returncode == 0  # the leaf port (bridge) runs at 9216
 
 
-def test_rdma_pairs_really_connect_and_show_the_slow_cable(rack: lab.lab.LabState) -> None:
-    test_stand_in_packages_install_idempotently(rack)
+def test_rdma_pairs_really_connect_and_show_the_slow_cable(installed: lab.lab.LabState) -> None:
+    rack = installed
     _raise_rails_mtu(rack, "node01", "node02", "node03")
 
     def pair(server: str, client: str, dev: str, rail: int, port: int) -> str:
@@ -216,8 +226,8 @@ def test_rdma_pairs_really_connect_and_show_the_slow_cable(rack: lab.lab.LabStat
     assert refused.returncode == 1 and "Couldn't connect" in refused.stderr
 
 
-def test_multi_node_nccl_through_mpirun(rack: lab.lab.LabState) -> None:
-    test_stand_in_packages_install_idempotently(rack)
+def test_multi_node_nccl_through_mpirun(installed: lab.lab.LabState) -> None:
+    rack = installed
     proc = ssh(
         rack,
         "node01",
