@@ -111,7 +111,7 @@ def _cmd_parse(args: argparse.Namespace) -> int:
 
 def _cmd_check(args: argparse.Namespace) -> int:
     from rackops.checks.offline import build_context, evaluate
-    from rackops.findings import Status, worst
+    from rackops.findings import exit_code, worst
 
     ctx = build_context(args.profile, args.inventory, args.node, args.suite)
     findings = evaluate(args.tool, _read_input(args.file), ctx, args.node)
@@ -126,13 +126,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
         for f in findings:
             print(f.human())
         print(f"verdict: {verdict.value} ({len(findings)} findings)", file=sys.stderr)
-    codes = {
-        Status.OK: ExitCode.OK,
-        Status.WARN: ExitCode.WARNINGS,
-        Status.FAIL: ExitCode.ERRORS,
-        Status.ERROR: ExitCode.UNREADABLE,
-    }
-    return int(codes[verdict])
+    return exit_code(verdict)
 
 
 def _cmd_lab(args: argparse.Namespace) -> int:

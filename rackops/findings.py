@@ -23,6 +23,20 @@ class Status(StrEnum):
 STATUS_VALUE = {"OK": 0, "WARN": 1, "ERROR": 2, "FAIL": 3}
 
 
+def exit_code(verdict: Status) -> int:
+    """A command that judged outputs exits as its worst finding: 0 OK, 1 warnings,
+    2 failures, 3 could not decide (rackops.errors.ExitCode)."""
+    from rackops.errors import ExitCode
+
+    codes = {
+        Status.OK: ExitCode.OK,
+        Status.WARN: ExitCode.WARNINGS,
+        Status.FAIL: ExitCode.ERRORS,
+        Status.ERROR: ExitCode.UNREADABLE,
+    }
+    return int(codes[verdict])
+
+
 @dataclass(frozen=True)
 class Subject:
     """What the finding is about; the most specific fields that apply are set."""

@@ -28,6 +28,7 @@ def _switch(name: str, ports: dict[str, tuple[str, dict[str, Any]]]) -> dict[str
         ],
         "meta": {
             "switch": name,
+            "role": "spine" if name.startswith("spine") else "leaf",
             "interval_s": 30.0,
             "ports": {
                 p: {"delta": {"rx_pkts": 60, "crc_errors": 9 if st == "FAIL" else 0}}

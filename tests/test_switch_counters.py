@@ -63,26 +63,17 @@ def _write(root: Path, grown: int, faults: dict[tuple[str, str], dict[str, int]]
                 (d / f"{what}.json").write_text(nos.eos_json(ports, what, PRIO))
 
 
-def _run(tmp: Path, faults: dict[tuple[str, str], dict[str, int]], *extra: str) -> tuple[int, Any]:
+def _cli(tmp: Path, *extra: str) -> int:
+    """`rackops switch-counters` on the reads in tmp/before and tmp/after."""
+    argv = ["switch-counters", "-i", str(INV), "--before", str(tmp / "before")]
+    return main([*argv, "--after", str(tmp / "after"), *extra])
+
+
+def _run(tmp: Path, faults: dict[tuple[str, str], dict[str, int]]) -> int:
+    """A read before, one after with these faults grown, judged over 600 s (JSON out)."""
     _write(tmp / "before", 0, {})
     _write(tmp / "after", 1, faults)
-    rc = main(
-        [
-            "switch-counters",
-            "-i",
-            str(INV),
-            "--before",
-            str(tmp / "before"),
-            "--after",
-            str(tmp / "after"),
-            "--interval-s",
-            "600",
-            "--format",
-            "json",
-            *extra,
-        ]
-    )
-    return rc, None
+    return _cli(tmp, "--interval-s", "600", "--format", "json")
 
 
 def _report(capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
@@ -102,7 +93,7 @@ def _bad(report: dict[str, Any]) -> dict[tuple[str, str], list[dict[str, Any]]]:
 def test_a_clean_run_is_ok_on_every_cabled_port(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    rc, _ = _run(tmp_path, {})
+    rc = _run(tmp_path, {})
     report = _report(capsys)
     assert rc == 0 and report["verdict"] == "OK", _bad(report)
     cabled = 4 * 8 + 2 * 4 * 8  # host ports, then both ends of every uplink
@@ -120,7 +111,7 @@ def test_each_fault_is_named_at_its_port_and_by_its_cable(
         ("leaf-r4", "swp2"): {"crc_errors": 3},  # a host port: node02's HCA
         ("leaf-r7", "Ethernet6/1"): {"xmit_discards": 10**6},  # an EOS uplink dropping
     }
-    rc, _ = _run(tmp_path, faults)
+    rc = _run(tmp_path, faults)
     report = _report(capsys)
     bad = _bad(report)
     assert rc == 2 and set(bad) == set(faults), bad
@@ -146,19 +137,7 @@ def test_a_cut_read_is_an_error_naming_the_file(
     _write(tmp_path / "after", 1, {})
     cut = tmp_path / "after" / "leaf-r0" / "interfaces.txt"
     cut.write_text(cut.read_text()[:700])
-    rc = main(
-        [
-            "switch-counters",
-            "-i",
-            str(INV),
-            "--before",
-            str(tmp_path / "before"),
-            "--after",
-            str(tmp_path / "after"),
-            "--format",
-            "json",
-        ]
-    )
+    rc = _cli(tmp_path, "--format", "json")
     report = _report(capsys)
     assert rc == 3
     errors = [f for f in report["findings"] if f["status"] == "ERROR"]
@@ -168,7 +147,7 @@ def test_a_cut_read_is_an_error_naming_the_file(
 def test_a_counter_cleared_during_the_run_is_not_judged(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    rc, _ = _run(tmp_path, {("leaf-r2", "Ethernet8"): {"rx_pkts": -(10**9) - 10**6 + 1}})
+    rc = _run(tmp_path, {("leaf-r2", "Ethernet8"): {"rx_pkts": -(10**9) - 10**6 + 1}})
     report = _report(capsys)
     (f,) = _bad(report)[("leaf-r2", "Ethernet8")]
     assert rc == 1 and f["code"] == "PHY-009" and "went backwards" in f["message"]
@@ -195,17 +174,7 @@ def test_a_hostile_read_is_refused_with_its_path(
     _write(tmp_path / "before", 0, {})
     _write(tmp_path / "after", 1, {})
     attack(tmp_path / "after")
-    rc = main(
-        [
-            "switch-counters",
-            "-i",
-            str(INV),
-            "--before",
-            str(tmp_path / "before"),
-            "--after",
-            str(tmp_path / "after"),
-        ]
-    )
+    rc = _cli(tmp_path)
     out, err = capsys.readouterr()
     assert "Traceback" not in out + err
     assert rc in (3, 64) and words in out + err, out + err

@@ -116,20 +116,26 @@ def samples(
     return {p: PortSample(sw.os, c) for p, c in counts.items() if p in sw.ports}
 
 
-def cable_of(cluster: Cluster, sw: Switch, port: str) -> Subject:
-    """The switch port and what its cable reaches: a host's HCA or the far end of an ISL."""
+def cables(cluster: Cluster, sw: Switch) -> dict[str, Subject]:
+    """The switch's cabled ports, each with what its cable reaches: a host's HCA, or the far
+    end of an inter-switch link (one pass over the cabling map and the uplinks)."""
+    out = {}
     for node in cluster.nodes:
         for hca in node.hcas:
-            if hca.switch == sw.name and hca.port == port:
-                return Subject(node=node.name, hca=hca.device, switch=sw.name, switch_port=port)
+            if hca.switch == sw.name:
+                out[hca.port] = Subject(
+                    node=node.name, hca=hca.device, switch=sw.name, switch_port=hca.port
+                )
     for leaf, up in cluster.isls():
-        if leaf.name == sw.name and up.port == port:
-            peer = f"{up.spine} port {up.spine_port}"
-            return Subject(switch=sw.name, switch_port=port, peer=peer)
-        if up.spine == sw.name and up.spine_port == port:
-            peer = f"{leaf.name} port {up.port}"
-            return Subject(switch=sw.name, switch_port=port, peer=peer)
-    return Subject(switch=sw.name, switch_port=port)
+        if leaf.name == sw.name:
+            out[up.port] = Subject(
+                switch=sw.name, switch_port=up.port, peer=f"{up.spine} port {up.spine_port}"
+            )
+        elif up.spine == sw.name:
+            out[up.spine_port] = Subject(
+                switch=sw.name, switch_port=up.spine_port, peer=f"{leaf.name} port {up.port}"
+            )
+    return {p: out[p] for p in sw.ports if p in out}
 
 
 def judge_switch(
@@ -143,11 +149,7 @@ def judge_switch(
     """Every cabled port of the switch: what grew on it during the run."""
     out: list[Finding] = []
     reports: dict[str, PortReport] = {}
-    cabled = [
-        p for p in sw.ports if cable_of(cluster, sw, p) != Subject(switch=sw.name, switch_port=p)
-    ]
-    for port in cabled:
-        subj = cable_of(cluster, sw, port)
+    for port, subj in cables(cluster, sw).items():
         if port not in before or port not in after:
             when = "before" if port not in before else "after"
             out.append(

@@ -42,6 +42,7 @@ def switch_ports(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             out.append(
                 {
                     "switch": name,
+                    "role": r["meta"].get("role"),
                     "port": port,
                     "cable": f"{node}/{hca}" if node and hca else peer,
                     "isl": bool(peer) and not node,
@@ -63,7 +64,7 @@ def isls(ports: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if key in seen:
             continue
         seen.add(key)
-        a, b = (p, far) if not p["switch"].startswith("spine") else (far, p)
+        a, b = (far, p) if p["role"] == "spine" else (p, far)
         sides = [x for x in (a, b) if x is not None]
         errors = sum(
             x["delta"].get(k, 0)

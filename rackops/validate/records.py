@@ -363,6 +363,7 @@ META: dict[str, Spec] = {  # per kind (and the phy tool): what readers index
     "fleet": {"how": (False, text)},
     "switch": {
         "switch": (False, optional(name)),
+        "role": (False, optional(one_of("leaf", "spine"))),
         "ports": (False, map_of(fields(PORT_REPORT, closed=False), name)),
         "interval_s": (False, optional(number)),
     },

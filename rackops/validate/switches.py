@@ -46,6 +46,17 @@ def _nvue_port(sw: Switch, name: str) -> str | None:
     return port if port in sw.ports else None
 
 
+def parse_output(sw: Switch, text: str) -> tuple[Any, str | None]:
+    """One output of the switch's NOS, parsed; or None and why it cannot be used."""
+    try:
+        parsed = parse(TOOL_OF[sw.os], text)
+    except ParseError as exc:
+        return None, str(exc)
+    if not getattr(parsed, "complete", False):
+        return None, "the output is cut; its counters are not used"
+    return parsed, None
+
+
 def read_switch(sw: Switch, d: Path, roce_priority: int) -> SwitchRead:
     read = SwitchRead()
     if sw.os not in TOOL_OF:
@@ -67,12 +78,12 @@ def read_switch(sw: Switch, d: Path, roce_priority: int) -> SwitchRead:
             continue
         try:
             text = read_regular(d, f, MAX_INPUT_CHARS).decode("utf-8", errors="replace")
-            parsed = parse(TOOL_OF[sw.os], text)
-        except (ParseError, RackopsError, OSError) as exc:  # a damaged read is a problem
+        except (RackopsError, OSError) as exc:  # a damaged read is a problem
             read.problems.append(f"{f}: {exc}")
             continue
-        if not getattr(parsed, "complete", False):
-            read.problems.append(f"{f}: the output is cut; its counters are not used")
+        parsed, why = parse_output(sw, text)
+        if why is not None:
+            read.problems.append(f"{f}: {why}")
             continue
         outputs.append((port, parsed))
         read.mtimes.append(f.lstat().st_mtime)
@@ -121,8 +132,7 @@ def run_cli(args: Any) -> int:
     """``rackops switch-counters``: judge two saved reads; exit as ``rackops check`` does."""
     import json
 
-    from rackops.errors import ExitCode
-    from rackops.findings import worst
+    from rackops.findings import exit_code, worst
     from rackops.inventory import load_inventory
 
     result = load_inventory(args.inventory)
@@ -145,13 +155,7 @@ def run_cli(args: Any) -> int:
             if f.status is not Status.OK or args.verbose:
                 print(f.human())
         print(f"verdict: {verdict.value} ({len(findings)} findings)")
-    codes = {
-        Status.OK: ExitCode.OK,
-        Status.WARN: ExitCode.WARNINGS,
-        Status.FAIL: ExitCode.ERRORS,
-        Status.ERROR: ExitCode.UNREADABLE,
-    }
-    return int(codes[verdict])
+    return exit_code(verdict)
 
 
 # ------------------------------------------------------------------ read from the switches

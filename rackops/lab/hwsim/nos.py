@@ -232,6 +232,14 @@ def _stat(ifname, name):
         return 0
 
 
+def _operstate(ifname):
+    try:
+        with open("/sys/class/net/%s/operstate" % ifname) as fh:
+            return fh.read().strip()
+    except OSError:
+        return "down"
+
+
 def _faults():
     try:
         with open(SCENARIO) as fh:
@@ -255,7 +263,7 @@ def port_counters(conf, port):
         "pause_rx": 0,
         "pause_tx": 0,
         "ecn_marked": 0,
-        "state": "U" if _stat(ifname, "rx_packets") >= 0 else "D",
+        "state": "U" if _operstate(ifname) in ("up", "unknown") else "D",
     }
     for f in _faults():
         if f.get("kind") == "isl_errors" and port in conf.get("isl_faulted", {}).get(

@@ -19,9 +19,8 @@ from typing import Any
 from rackops.checks.phy import PortSample
 from rackops.checks.switchports import judge_switch, samples
 from rackops.findings import Finding, Status, Subject
-from rackops.parsers import ParseError, parse
 from rackops.validate.stages.base import StageBase
-from rackops.validate.switches import READ_TIMEOUT_S, TOOL_OF, commands
+from rackops.validate.switches import READ_TIMEOUT_S, TOOL_OF, commands, parse_output
 
 Read = tuple[dict[str, PortSample], float]
 
@@ -100,23 +99,12 @@ class SwitchStage(StageBase):
                     Finding("SWP-003", Status.ERROR, subj, f"{name}: `{cmd}` failed: {why}")
                 )
             else:
-                try:
-                    parsed = parse(TOOL_OF[sw.os], result.stdout)
-                except ParseError as exc:
-                    parsed = None
+                parsed, why = parse_output(sw, result.stdout)
+                if why is not None:
                     findings.append(
-                        Finding("SWP-002", Status.ERROR, subj, f"{name}: `{cmd}`: {exc}")
+                        Finding("SWP-002", Status.ERROR, subj, f"{name}: `{cmd}`: {why}")
                     )
-                if parsed is not None and not getattr(parsed, "complete", False):
-                    findings.append(
-                        Finding(
-                            "SWP-002",
-                            Status.ERROR,
-                            subj,
-                            f"{name}: `{cmd}` printed cut output; its counters are not used",
-                        )
-                    )
-                elif parsed is not None:
+                else:
                     outputs.append((fname.split(".", 1)[0] if sw.os == "cumulus" else "", parsed))
             self._record(
                 f"switch/{name}/{phase}/{fname}", "switch", None, TOOL_OF[sw.os], result, findings
@@ -147,6 +135,7 @@ class SwitchStage(StageBase):
         findings, reports = judge_switch(self.cluster, sw, ports, after, phy, t1 - t0)
         meta = {
             "switch": name,
+            "role": sw.role,
             "interval_s": round(t1 - t0, 3),
             "ports": {p: asdict(r) for p, r in reports.items()},
         }
