@@ -108,12 +108,14 @@ def set_faults(faults: dict[str, list[dict[str, Any]]]) -> None:
 
 def set_fabric_faults(faults: list[dict[str, Any]]) -> None:
     """Give the up lab's fabric these faults (a lab with racks), in place: the switches'
-    NOS simulator reads scenario.json at every command."""
-    from rackops.lab.scenario import IslFault
+    NOS simulator and the InfiniBand sweep read scenario.json at every command."""
+    from rackops.lab.scenario import FabricFault
 
     path = lab_workdir(None) / "scenario.json"
     data = json.loads(path.read_text())
-    data["fabric"] = {"faults": [IslFault.model_validate(f).model_dump() for f in faults]}
+    data.setdefault("fabric", {})["faults"] = [  # the ISLs as cabled stay
+        FabricFault.model_validate(f).model_dump(exclude_none=True) for f in faults
+    ]
     with path.open("r+") as fh:  # the same file (inode): bind mounts keep it
         fh.seek(0)
         fh.write(json.dumps(data, indent=1))

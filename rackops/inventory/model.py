@@ -418,11 +418,22 @@ class Fabric(_Frozen):
         le=16.0,
         description="largest ratio of a leaf's host bandwidth to its uplink bandwidth",
     )
+    sweep_node: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$",
+        description="InfiniBand: the node every run sweeps the fabric from (ibdiagnet); "
+        "default: the first node of the run",
+    )
 
     @model_validator(mode="after")
     def _roce_needs_qos(self) -> Self:
         if self.type == "roce" and self.roce is None:
             raise ValueError("a roce fabric needs a 'roce' block (DSCP, priorities, ECN, PFC)")
+        if self.type == "roce" and self.sweep_node is not None:
+            raise ValueError(
+                "sweep_node is for an infiniband fabric (the ibdiagnet sweep); a roce "
+                "fabric's switches are read over their own connections"
+            )
         return self
 
 

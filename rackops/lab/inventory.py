@@ -40,17 +40,22 @@ def spine_name(rail: int) -> str:
     return f"spine-r{rail}"
 
 
-def spine_port(rack: int) -> str:
-    """The spine's port that rack ``rack``'s leaf is designed into (SONiC spines)."""
-    return f"Ethernet{8 * (rack - 1)}"
+def spine_port(rack: int, ib: bool = False) -> str:
+    """The spine's port that rack ``rack``'s leaf is designed into (SONiC spines; on
+    InfiniBand, Quantum spines: the first split of cage ``rack``)."""
+    return f"{rack}/1" if ib else f"Ethernet{8 * (rack - 1)}"
 
 
-def uplink_port(rail: int) -> str:
+def uplink_port(rail: int, ib: bool = False) -> str:
     """A lab leaf's one uplink: past every host and spare port."""
-    return leaf_port(rail, 64)
+    return leaf_port(rail, 64, ib)
 
 
-def leaf_port(rail: int, node_index: int) -> str:
+def leaf_port(rail: int, node_index: int, ib: bool = False) -> str:
+    """Node ``node_index``'s port on the rail's leaf, in the leaf's NOS's names (InfiniBand:
+    a Quantum-2 leaf's split cages ``1/1``, ``1/2``, ``2/1``..., IB port ``node_index``)."""
+    if ib:
+        return f"{(node_index + 1) // 2}/{(node_index - 1) % 2 + 1}"
     os_name = LEAF_OS[rail]
     if os_name == "sonic":
         return f"Ethernet{8 * (node_index - 1)}"
@@ -94,12 +99,20 @@ LAB_FABRIC: dict[str, Any] = {
 }
 
 
+# An InfiniBand lab (hardware.link_layer: InfiniBand): NDR, the SM's 4096 link MTU
+LAB_IB_FABRIC: dict[str, Any] = {
+    "type": "infiniband",
+    "mtu": {"host": 4092, "switch": 4096, "ib": 4096},
+}
+
+
 def _fabric(state: LabState) -> dict[str, Any]:
     """The lab design; with racks, a leaf's one uplink carries all its hosts."""
+    base = LAB_IB_FABRIC if state.ib else LAB_FABRIC
     if state.racks <= 1:
-        return LAB_FABRIC
+        return base
     per = -(-len(state.nodes) // state.racks)
-    return {**LAB_FABRIC, "oversubscription": max(1, per)}
+    return {**base, "oversubscription": max(1, per)}
 
 
 def _connection_vars(state: LabState) -> dict[str, Any]:
@@ -171,34 +184,42 @@ def _switches(state: LabState) -> dict[str, Any]:
     """The 'switches' group: a leaf per rail (per rack, with one uplink each, and a spine
     per rail joining them, when the lab has racks)."""
     nodes: list[LabNode] = state.nodes
-    racks = state.racks
+    racks, ib = state.racks, state.ib
     where = {n.name: rack_of(n.index, len(nodes), racks) for n in nodes}
-    leaves: dict[str, dict[str, Any]] = {o: {"hosts": {}} for o in dict.fromkeys(LEAF_OS)}
+    oses = ("mlnx_os",) if ib else tuple(dict.fromkeys(LEAF_OS))
+    leaves: dict[str, dict[str, Any]] = {o: {"hosts": {}} for o in oses}
     for r in range(RAILS):
         for k in range(1, racks + 1) if racks > 1 else (0,):
             here = [where[n.name][1] for n in nodes if where[n.name][0] == k]
             leaf: dict[str, Any] = {
                 "ansible_host": f"198.19.1.{10 + r + 20 * max(k - 1, 0)}",
                 "rackops_switch_rail": r,
-                "rackops_switch_ports": [leaf_port(r, i) for i in here],
+                "rackops_switch_ports": [leaf_port(r, i, ib) for i in here],
             }
             if racks > 1:
-                leaf["rackops_switch_ports"].append(uplink_port(r))
+                leaf["rackops_switch_ports"].append(uplink_port(r, ib))
                 leaf["rackops_switch_uplinks"] = [
-                    {"port": uplink_port(r), "spine": spine_name(r), "spine_port": spine_port(k)}
+                    {
+                        "port": uplink_port(r, ib),
+                        "spine": spine_name(r),
+                        "spine_port": spine_port(k, ib),
+                    }
                 ]
-            leaves[LEAF_OS[r]]["hosts"][leaf_name(r, k)] = leaf
+            leaves["mlnx_os" if ib else LEAF_OS[r]]["hosts"][leaf_name(r, k)] = leaf
     for os_name in leaves:
         leaves[os_name]["vars"] = _switch_connection(state)
-    leaves["eos"]["vars"]["rackops_switch_mtu"] = 9214
+    if ib:  # Quantum: the SM owns the config, the sweep reads the counters in-band
+        leaves["mlnx_os"]["vars"]["rackops_switch_os"] = "mlnx-os"
+    else:
+        leaves["eos"]["vars"]["rackops_switch_mtu"] = 9214
     if racks > 1:
         leaves["spines"] = {
             "hosts": {spine_name(r): {"ansible_host": f"198.19.1.{100 + r}"} for r in range(RAILS)},
             "vars": {
                 **_switch_connection(state),
-                "rackops_switch_os": "sonic",
+                "rackops_switch_os": "mlnx-os" if ib else "sonic",
                 "rackops_switch_role": "spine",
-                "rackops_switch_ports": [spine_port(k) for k in range(1, racks + 1)],
+                "rackops_switch_ports": [spine_port(k, ib) for k in range(1, racks + 1)],
             },
         }
     for group in leaves.values():  # switches that answer over SSH (lab/switches.py)
@@ -228,7 +249,12 @@ def write_inventory(state: LabState, dest: Path) -> None:
         {
             "all": {
                 "children": {
-                    "gpu_nodes": {"hosts": hosts, "vars": {"rackops_profile": "h100-sxm-roce400"}},
+                    "gpu_nodes": {
+                        "hosts": hosts,
+                        "vars": {
+                            "rackops_profile": "h100-sxm-ndr" if state.ib else "h100-sxm-roce400"
+                        },
+                    },
                     "switches": _switches(state),
                 }
             }
@@ -246,7 +272,7 @@ def write_inventory(state: LabState, dest: Path) -> None:
                         "rail": r,
                         "gpu": r,
                         "switch": leaf_name(r, where[n.name][0]),
-                        "port": leaf_port(r, where[n.name][1]),
+                        "port": leaf_port(r, where[n.name][1], state.ib),
                         "address": n.rails[r],
                     }
                     for r in range(RAILS)
@@ -255,7 +281,7 @@ def write_inventory(state: LabState, dest: Path) -> None:
         )
     _dump(
         dest / "group_vars" / "all" / "fabric.yml",
-        "The lab fabric: RoCE, NVIDIA defaults.",
+        "The lab fabric: InfiniBand NDR." if state.ib else "The lab fabric: RoCE, NVIDIA defaults.",
         {"rackops_fabric": _fabric(state)},
     )
     _dump(

@@ -257,9 +257,10 @@ def up(
         wires = wiring(spec, names, RAILS, racks)
     except ValueError as exc:
         raise LabError(f"scenario: {exc}") from exc
-    (wd / "scenario.json").write_text(
-        json.dumps({**spec.for_hwsim(names, rails), "wiring": as_json(wires)}, indent=1)
-    )
+    hw = spec.for_hwsim(names, rails)
+    hw["fabric"]["isls"] = lab_switches.isls(racks, spec.ib)  # the leaf-spine links as designed
+    (wd / "scenario.json").write_text(json.dumps({**hw, "wiring": as_json(wires)}, indent=1))
+    (wd / "fabric").mkdir(exist_ok=True)  # switches.json, once the lab is wired
     nets = _network_names()
     state = LabState(
         lab=PREFIX,
@@ -273,6 +274,7 @@ def up(
         versions=versions.model_dump(exclude_none=True),
         slurm=slurm,
         racks=racks,
+        ib=spec.ib,
     )
     state.save()  # from here on, `down` can clean up whatever exists
     try:
@@ -307,8 +309,11 @@ def _fabric_up(engine: Engine, state: LabState, wires: Wiring, log: list[str]) -
     _wire(ends, wires, bridges)
     leaves = lldp.start(state.workdir, ends, wires)
     log.append(f"LLDP: {len(leaves)} leaf switches (lldpd) on the rail bridges")
-    if state.racks > 1:
-        prio = int(LAB_FABRIC["roce"]["priority"])
+    prio = int(LAB_FABRIC["roce"]["priority"])
+    if state.ib:  # Quantum switches: read in-band by the sweep, not over SSH
+        conf = lab_switches.write_ports(state, ends, wires, prio)
+        log.append(f"InfiniBand: {len(conf)} switches for the ibdiagnet sweep")
+    elif state.racks > 1:
         state.switch_ssh = lab_switches.start(engine, state, ends, wires, prio)
         state.save()
         log.append(f"{len(state.switch_ssh)} switches answer their NOS commands over SSH")
@@ -500,6 +505,11 @@ def _start(
             f"{wd / 'scenario.json'}:/etc/rackops-hwsim/scenario.json:ro",
             "-v",
             f"{wd / 'repo'}:/srv/rackops-repo:ro",
+            # the switches' ports (hwsim/ibdiag.py): which interface plays each, and this
+            # machine's virtual interfaces' counters (sysfs, read-only)
+            "-v",
+            f"{wd / 'fabric'}:/etc/rackops-nos:ro",
+            *(["-v", "/sys/devices/virtual/net:/run/rackops-fabric/net:ro"] if state.ib else []),
         ]
         if state.systemd:
             args += ["--systemd=always"]

@@ -38,6 +38,7 @@ class LabState:
     slurm: bool = False  # slurmctld on this machine, slurmd in the targets (lab/slurm.py)
     racks: int = 1  # > 1: a spine tier joins the racks' leaves (lab/spines.py)
     switch_ssh: dict[str, int] = field(default_factory=dict)  # switch -> its SSH port
+    ib: bool = False  # an InfiniBand lab (scenario hardware.link_layer: InfiniBand)
 
     def save(self) -> None:
         data = asdict(self)

@@ -76,6 +76,13 @@ def packages(versions: Versions) -> list[Package]:
             "InfiniBand diagnostic programs",
         ),
         Package(
+            "ibutils2",
+            f"2.1.1-0.{ofed.split('-')[-1]}",
+            package_binaries("ibutils2"),
+            ("rackops-hwsim",),
+            "InfiniBand fabric diagnostic utilities (ibdiagnet)",
+        ),
+        Package(
             "ibverbs-utils",
             rdma,
             package_binaries("ibverbs-utils"),
@@ -126,6 +133,7 @@ def packages(versions: Versions) -> list[Package]:
             (),
             (
                 "infiniband-diags",
+                "ibutils2",
                 "ibverbs-utils",
                 "perftest",
                 "mlnx-tools",

@@ -17,6 +17,10 @@ applies, and shows in hwsim's outputs there and nowhere else::
     fabric:                                                # a lab with --racks
       faults:
         - {kind: isl_errors, switch: leaf2-r3, per_packets: 10}    # a dirty uplink optic
+        # InfiniBand labs (hardware: {link_layer: InfiniBand}), seen by the ibdiagnet sweep:
+        - {kind: isl_rate, switch: leaf1-r5}                       # the uplink at half rate
+        - {kind: isl_miscabled, switch: leaf2-r6, spine_port: 3/1}  # in the wrong spine port
+        - {kind: sm, masters: 2}                                   # two master SMs (or 0)
 """
 
 from __future__ import annotations
@@ -175,19 +179,42 @@ class NodeSpec(_F):
     unreachable: bool = False
 
 
-class IslFault(_F):
-    """A fault of an inter-switch link (a lab with ``--racks``), named by its leaf: the
-    leaf's one uplink and the spine port at its other end."""
+ISL_KINDS = ("isl_errors", "isl_rate", "isl_miscabled")
 
-    kind: Literal["isl_errors"]  # both ends count FCS errors that grow with the traffic
-    switch: str = Field(pattern=r"^leaf\d+-r\d+$", description="the leaf, e.g. leaf2-r3")
-    per_packets: int = Field(
-        default=10, ge=1, le=10**9, description="isl_errors: one FCS error per N packets received"
+
+class FabricFault(_F):
+    """A fault of the fabric past the host ports (a lab with ``--racks``). The ISL faults
+    name the leaf whose one uplink they hit; ``sm`` is the subnet manager's."""
+
+    kind: Literal["isl_errors", "isl_rate", "isl_miscabled", "sm"]
+    switch: str | None = Field(
+        default=None, pattern=r"^leaf\d+-r\d+$", description="the leaf, e.g. leaf2-r3"
     )
+    per_packets: int = Field(
+        default=10, ge=1, le=10**9, description="isl_errors: one error per N packets received"
+    )
+    spine_port: str | None = Field(
+        default=None,
+        pattern=r"^\d{1,2}/\d$",
+        description="isl_miscabled: the spine port the uplink really sits in, e.g. 3/1",
+    )
+    masters: Literal[0, 2] | None = Field(
+        default=None, description="sm: no master subnet manager (0) or two (2)"
+    )
+
+    @model_validator(mode="after")
+    def _complete(self) -> FabricFault:
+        if self.kind in ISL_KINDS and self.switch is None:
+            raise ValueError(f"{self.kind} needs 'switch': the leaf whose uplink it hits")
+        if self.kind == "isl_miscabled" and self.spine_port is None:
+            raise ValueError("isl_miscabled needs 'spine_port': where the uplink really is")
+        if self.kind == "sm" and self.masters is None:
+            raise ValueError("sm needs 'masters': 0 (none) or 2 (two)")
+        return self
 
 
 class FabricSpec(_F):
-    faults: tuple[IslFault, ...] = ()
+    faults: tuple[FabricFault, ...] = ()
 
 
 class Scenario(_F):
@@ -195,6 +222,21 @@ class Scenario(_F):
     formats: dict[str, str] = Field(default_factory=dict)
     nodes: dict[str, NodeSpec] = Field(default_factory=dict)
     fabric: FabricSpec = FabricSpec()
+
+    @model_validator(mode="after")
+    def _ib_faults(self) -> Scenario:
+        ib_only = [f.kind for f in self.fabric.faults if f.kind != "isl_errors"]
+        if ib_only and not self.ib:
+            raise ValueError(
+                f"fabric fault {ib_only[0]}: read from the InfiniBand sweep (ibdiagnet); "
+                "set hardware.link_layer: InfiniBand"
+            )
+        return self
+
+    @property
+    def ib(self) -> bool:
+        """An InfiniBand lab: its fabric is swept by ibdiagnet, its leaves are Quantum."""
+        return self.hardware.get("link_layer") == "InfiniBand"
 
     def for_hwsim(self, names: list[str], rails: dict[str, dict[int, str]]) -> dict[str, Any]:
         """The JSON every target reads: scenario + each node's index and rail addresses."""
@@ -211,7 +253,7 @@ class Scenario(_F):
             "hardware": self.hardware,
             "formats": self.formats,
             "nodes": nodes,
-            "fabric": {"faults": [f.model_dump() for f in self.fabric.faults]},
+            "fabric": {"faults": [f.model_dump(exclude_none=True) for f in self.fabric.faults]},
         }
 
 

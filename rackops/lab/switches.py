@@ -28,25 +28,56 @@ HWSIM = Path(__file__).resolve().parent / "hwsim"
 
 
 def switch_ports(
-    ends: dict[tuple[str, int], str], wires: Wiring, racks: int
+    ends: dict[tuple[str, int], str], wires: Wiring, racks: int, ib: bool = False
 ) -> dict[str, dict[str, Any]]:
     """switch -> its NOS and design port -> the interface playing it, as really wired."""
     out: dict[str, dict[str, Any]] = {}
     for (node, r), end in ends.items():
         plug = wires[node][r]
-        sw = out.setdefault(plug.leaf, {"os": LEAF_OS[plug.rail], "ports": {}})
+        os_name = "mlnx-os" if ib else LEAF_OS[plug.rail]
+        sw = out.setdefault(plug.leaf, {"os": os_name, "ports": {}})
         sw["ports"][plug.port] = end
-    for r in range(RAILS):
-        spine = out.setdefault(spine_name(r), {"os": "sonic", "ports": {}})
+    for r in range(RAILS if racks > 1 else 0):
+        spine = out.setdefault(spine_name(r), {"os": "mlnx-os" if ib else "sonic", "ports": {}})
         for k in range(1, racks + 1):
             up_end, down_end = spines.isl_ends(r, k)
-            leaf = out.setdefault(leaf_name(r, k), {"os": LEAF_OS[r], "ports": {}})
-            leaf["ports"][uplink_port(r)] = up_end
-            spine["ports"][spine_port(k)] = down_end
+            leaf = out.setdefault(
+                leaf_name(r, k), {"os": "mlnx-os" if ib else LEAF_OS[r], "ports": {}}
+            )
+            leaf["ports"][uplink_port(r, ib)] = up_end
+            spine["ports"][spine_port(k, ib)] = down_end
             # an isl_errors fault on this leaf shows at both ends of its uplink
-            for sw, port in ((leaf, uplink_port(r)), (spine, spine_port(k))):
+            for sw, port in ((leaf, uplink_port(r, ib)), (spine, spine_port(k, ib))):
                 sw.setdefault("isl_faulted", {}).setdefault(leaf_name(r, k), []).append(port)
     return out
+
+
+def isls(racks: int, ib: bool) -> list[dict[str, str]]:
+    """The leaf–spine links as designed (scenario.json's ``fabric.isls``, for hwsim)."""
+    return [
+        {
+            "leaf": leaf_name(r, k),
+            "port": uplink_port(r, ib),
+            "spine": spine_name(r),
+            "spine_port": spine_port(k, ib),
+        }
+        for r in range(RAILS if racks > 1 else 0)
+        for k in range(1, racks + 1)
+    ]
+
+
+def write_ports(
+    state: LabState, ends: dict[tuple[str, int], str], wires: Wiring, prio: int
+) -> dict[str, dict[str, Any]]:
+    """``fabric/switches.json``: every switch's design ports and the interfaces playing them
+    (read by the NOS simulator, and by the InfiniBand sweep in the nodes)."""
+    conf = switch_ports(ends, wires, state.racks, state.ib)
+    for sw in conf.values():
+        sw["prio"] = prio
+    fabric = state.workdir / "fabric"
+    fabric.mkdir(exist_ok=True)
+    (fabric / "switches.json").write_text(json.dumps(conf, indent=1, sort_keys=True))
+    return conf
 
 
 def ssh_port(state: LabState, index: int) -> int:
@@ -62,10 +93,7 @@ def start(
 ) -> dict[str, int]:
     """Write switches.json and the sshd config, start the container; switch -> SSH port."""
     wd = state.workdir
-    conf = switch_ports(ends, wires, state.racks)
-    for sw in conf.values():
-        sw["prio"] = prio
-    (wd / "switches.json").write_text(json.dumps(conf, indent=1, sort_keys=True))
+    conf = write_ports(state, ends, wires, prio)
     ports = {name: ssh_port(state, i) for i, name in enumerate(sorted(conf), 1)}
     # OpenSSH listens on at most 16 sockets (MAX_LISTEN_SOCKS): one sshd per 15 switches
     names = sorted(ports)
@@ -109,7 +137,7 @@ def start(
             "-v",
             f"{HWSIM}:/opt/rackops-nos:ro",
             "-v",
-            f"{wd / 'switches.json'}:/etc/rackops-nos/switches.json:ro",
+            f"{wd / 'fabric'}:/etc/rackops-nos:ro",
             "-v",
             f"{wd / 'scenario.json'}:/etc/rackops-hwsim/scenario.json:ro",
             "-v",

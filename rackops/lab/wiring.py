@@ -37,7 +37,8 @@ def wiring(spec: Scenario, names: list[str], rails: int, racks: int = 1) -> Wiri
     index = {n: where[n][1] for n in names}
     rack = {n: where[n][0] for n in names}
     out: Wiring = {
-        n: {r: Plug(r, leaf_port(r, index[n]), rack[n]) for r in range(rails)} for n in names
+        n: {r: Plug(r, leaf_port(r, index[n], spec.ib), rack[n]) for r in range(rails)}
+        for n in names
     }
     for node, ns in spec.nodes.items():
         for f in ns.faults:
@@ -55,15 +56,15 @@ def wiring(spec: Scenario, names: list[str], rails: int, racks: int = 1) -> Wiri
                         f"{node}: miscabled swap_with {other}: a swap is on one leaf, and "
                         f"{other} is in another rack"
                     )
-                out[node][r] = Plug(r, leaf_port(r, index[other]), rack[node])
-                out[other][r] = Plug(r, leaf_port(r, index[node]), rack[node])
+                out[node][r] = Plug(r, leaf_port(r, index[other], spec.ib), rack[node])
+                out[other][r] = Plug(r, leaf_port(r, index[node], spec.ib), rack[node])
             elif f.rail is not None:
                 if not 0 <= f.rail < rails or f.rail == r:
                     raise ValueError(
                         f"{node}: miscabled rail {f.rail} must be another rail (0..{rails - 1})"
                     )
                 # a spare port of that leaf: past the ones the design uses
-                spare = leaf_port(f.rail, len(names) + index[node])
+                spare = leaf_port(f.rail, len(names) + index[node], spec.ib)
                 out[node][r] = Plug(f.rail, spare, rack[node])
     return out
 

@@ -123,6 +123,7 @@ class DumpPort:
     neighbor_guid: str | None
     neighbor_port: int | None
     neighbor: str | None
+    switch_lid: int | None = None
 
 
 @dataclass(frozen=True)
@@ -303,6 +304,7 @@ def _dump_row(cols: list[str], cells: list[str], switch: re.Match[str]) -> DumpP
         neighbor_guid=_guid(nguid) if re.fullmatch(r"0x[0-9a-fA-F]+", nguid) else None,
         neighbor_port=to_int(row.get("N#", "")),
         neighbor=neighbor.strip('"') or None,
+        switch_lid=to_int(switch.group("lid")),
     )
 
 

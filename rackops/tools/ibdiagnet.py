@@ -9,7 +9,7 @@ from typing import Any
 
 from rackops.findings import Finding, Status, Subject
 from rackops.parsers.ibdiagnet import Endpoint, Ibdiagnet, Message, parse_ibdiagnet
-from rackops.tools.base import Context, Tool
+from rackops.tools.base import Binary, Context, Tool
 
 
 def _where(e: Endpoint) -> str:
@@ -155,6 +155,5 @@ TOOL = Tool(
     "InfiniBand fabric sweep (subnet manager, links, switch port counters)",
     parse=parse_ibdiagnet,
     check=check,
-    # parse and check only, for now: the fabric-sweep stage that runs it from one node, and
-    # its lab simulator, are the next step (issue 25)
+    binaries=(Binary("ibdiagnet", "ibutils2"),),
 )

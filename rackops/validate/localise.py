@@ -7,6 +7,9 @@ Rules, in order (each pair failure is explained once):
    culprit are evidence for it, not separate verdicts.
 2. Pair results touching an unreachable node, a node culprit, or the culprit HCA of that
    rail are set aside as explained.
+   The switches' own counters and the InfiniBand sweep: a host port's errors are that HCA's;
+   both ends of one inter-switch link are one ``isl`` culprit; the subnet manager (``sm``)
+   and a failed ibdiagnet stage (``fabric``) are culprits on no node.
 3. On a rail where every link fails (three nodes or more), the leaf is the culprit.
    A cable that is not where the cabling map says (a swap, a cable on another rail's
    leaf, another port) is one culprit for the whole mistake, and every pair result through
@@ -27,7 +30,7 @@ from typing import Any
 
 @dataclass
 class Culprit:
-    kind: str  # gpu | hca | node | leaf | link | nccl | cabling | fleet | isl
+    kind: str  # gpu | hca | node | leaf | link | nccl | cabling | fleet | isl | sm | fabric
     node: str | None
     message: str
     remediation: str
@@ -92,6 +95,7 @@ def localise(records: list[dict[str, Any]]) -> Verdict:
     r = _Rules(records)
     r.node_checks()
     r.switch_ports()
+    r.fabric()
     r.cabling()
     r.peer_warnings()
     r.route_errors()
@@ -182,6 +186,19 @@ class _Rules:
                 c.evidence.append({"step": rec["id"], **f})
             self._warn(rec)
 
+    # 1a'. the InfiniBand fabric as a whole (the sweep): the subnet manager, a stage of
+    # ibdiagnet's — one culprit per problem, on no node
+    def fabric(self) -> None:
+        for rec in self.of_kind("fabric"):
+            for f in _fails(rec):
+                kind = "sm" if f["code"] == "IBF-SM" else "fabric"
+                c = self.culprits.setdefault(
+                    (kind, f["code"], f["message"]),
+                    Culprit(kind, None, f["message"], f.get("remediation") or ""),
+                )
+                c.evidence.append({"step": rec["id"], **f})
+            self._warn(rec)
+
     # 1b. cabling: one culprit per mistake; its ports' pair results are untrustworthy
     def cabling(self) -> None:
         for rec in self.of_kind("cabling"):
@@ -219,7 +236,9 @@ class _Rules:
 
     # 2. ERRORs: evidence for a culprit they touch, set aside when explained, else errors
     def route_errors(self) -> None:
-        node_culprits = {k[0] for k in self.culprits if k[0] not in ("cabling", "fleet", "isl")}
+        node_culprits = {
+            k[0] for k in self.culprits if k[0] not in ("cabling", "fleet", "isl", "sm", "fabric")
+        }
         bad_hca = {(k[0], k[2]) for k in self.culprits if k[1] == "hca"}
         for rec in self.records:
             for f in _fails(rec, "ERROR"):

@@ -26,7 +26,16 @@ from rackops.scheduler.actions import NODE_RE
 
 SCHEMA = 2
 Kind = Literal[
-    "node", "unreachable", "pair", "snapshot", "cabling", "peers", "nccl", "fleet", "switch"
+    "node",
+    "unreachable",
+    "pair",
+    "snapshot",
+    "cabling",
+    "peers",
+    "nccl",
+    "fleet",
+    "switch",
+    "fabric",
 ]
 KINDS: tuple[str, ...] = (
     "node",
@@ -38,6 +47,7 @@ KINDS: tuple[str, ...] = (
     "nccl",
     "fleet",
     "switch",
+    "fabric",
 )
 STATUSES = ("OK", "WARN", "FAIL", "ERROR")
 

@@ -28,6 +28,7 @@ from rackops.validate.rundir import RunDir
 from rackops.validate.stages.base import Progress, bar
 from rackops.validate.stages.fleet import FleetStage
 from rackops.validate.stages.gpuload import GpuLoadStage
+from rackops.validate.stages.ibdiag import IbdiagStage
 from rackops.validate.stages.nccl import NcclStage
 from rackops.validate.stages.nodes import NodeStage
 from rackops.validate.stages.pairs import PairStage
@@ -67,7 +68,7 @@ PORT_BLOCKS = "perftest-port-blocks.json"  # in the run directory: the blocks it
 
 
 @dataclass
-class Runner(NodeStage, FleetStage, GpuLoadStage, PairStage, SwitchStage, NcclStage):
+class Runner(NodeStage, FleetStage, GpuLoadStage, PairStage, SwitchStage, IbdiagStage, NcclStage):
     """A run: its stages (``rackops.validate.stages``) in order, over one state."""
 
     cluster: Cluster
@@ -136,11 +137,13 @@ class Runner(NodeStage, FleetStage, GpuLoadStage, PairStage, SwitchStage, NcclSt
             physical.snapshot(plan.nodes, done, unreachable, "before")
             self.progress("[phy] cabling checked; port counters read before the pair rounds")
             self.switches_read("before", done)
+            self.fabric_sweep(plan, "before", done, unreachable)
         self.pair_stage(plan, done, unreachable)
         if physical is not None:
             physical.snapshot(plan.nodes, done, unreachable, "after")
             self.progress("[phy] port counters, BER and optics read after the pair rounds")
             self.switches_read("after", done)
+            self.fabric_sweep(plan, "after", done, unreachable)
         from rackops.validate.localise import failing_nodes
 
         bad = failing_nodes(self.rundir.records()) | unreachable

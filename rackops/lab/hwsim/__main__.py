@@ -9,6 +9,7 @@ import sys
 from .ctk import nvidia_ctk
 from .dcgm import dcgmi, dcgmproftester
 from .fabric import iblinkinfo, ibnetdiscover
+from .ibdiag import ibdiagnet
 from .kmsg import dmesg
 from .nccl import nccl
 from .node import PERF, Node, emit, load_scenario, tool_fault_gate
@@ -48,7 +49,7 @@ TOOLS = (
     + PERF
     + NCCL
     + PROFTESTER
-    + ("dcgmi", "nvidia-smi", "nvidia-ctk", "dmesg")
+    + ("dcgmi", "nvidia-smi", "nvidia-ctk", "dmesg", "ibdiagnet")
 )
 
 
@@ -82,6 +83,8 @@ def main(argv):
         return dcgmi(node, args)
     if tool in PROFTESTER:
         return dcgmproftester(node, args, tool)
+    if tool == "ibdiagnet":
+        return ibdiagnet(node, args)
     if tool == "dmesg":
         return dmesg(node, args)
     if tool == "nvidia-ctk":

@@ -11,22 +11,14 @@ field) and ibnetdiscover.c (topology file: TABs, ``vendid=`` blocks).
 from __future__ import annotations
 
 import os
-import re
 import sys
 import time
 
+from .ibdiag import ib_port, switch_guid, switch_lid
 from .node import Node
 
 SPEED = {400: "106.25 Gbps", 200: "53.125 Gbps", 100: "25.78125 Gbps"}
 SPEED_NAME = {400: "NDR", 200: "HDR", 100: "EDR"}
-
-
-def ib_port(name, fallback):
-    m = re.match(r"^(\d+)/(\d+)$", str(name))
-    if m:
-        return 2 * int(m.group(1)) - 2 + int(m.group(2))
-    m = re.search(r"(\d+)$", str(name))
-    return int(m.group(1)) if m else fallback
 
 
 def _plugs(scenario):
@@ -43,16 +35,6 @@ def _plugs(scenario):
             )
             out.append((node, i, leaf, port))
     return out
-
-
-def _leaf_guid(leaf):
-    m = re.search(r"(\d+)$", leaf)
-    return "b83fd20300%06x" % (0xA000 + (int(m.group(1)) if m else 0))
-
-
-def _leaf_lid(leaf):
-    m = re.search(r"(\d+)$", leaf)
-    return 2 + (int(m.group(1)) if m else 0)
 
 
 def _needs_ib(node, tool):
@@ -82,18 +64,18 @@ def iblinkinfo(node, args):
             n.lid(i),
             1,
             _link(state, phys, rate, width),
-            '%6d %4d[  ] "%s" ( )\n' % (_leaf_lid(leaf), port, leaf)
+            '%6d %4d[  ] "%s" ( )\n' % (switch_lid(node.scenario, leaf), port, leaf)
             if state == "Active"
             else '           [  ] "" ( )\n',
         )
     for leaf in sorted({p[2] for p in plugs}):
-        out += "Switch: 0x%s %s:\n" % (_leaf_guid(leaf), leaf)
+        out += "Switch: 0x%s %s:\n" % (switch_guid(node.scenario, leaf), leaf)
         ports = sorted((p for p in plugs if p[2] == leaf), key=lambda p: p[3])
         for n, i, _, port in ports:
             dev = n.hcas()[i]
             state, phys, rate, width = n.port(dev)
             out += "      %6d %4d[  ] ==%s==>  %s" % (
-                _leaf_lid(leaf),
+                switch_lid(node.scenario, leaf),
                 port,
                 _link(state, phys, rate, width),
                 '%6d %4d[  ] "%s %s" ( )\n' % (n.lid(i), 1, n.name, dev)
@@ -122,7 +104,7 @@ def ibnetdiscover(node, args):
     first = plugs[0][0] if plugs else node
     out += "# Initiated from node %s port %s\n" % (first.guid(0), first.guid(0, 1))
     for leaf in sorted({p[2] for p in plugs}):
-        g = _leaf_guid(leaf)
+        g = switch_guid(node.scenario, leaf)
         out += "\nvendid=0x2c9\ndevid=0xd2f2\nsysimgguid=0x%s\nswitchguid=0x%s(%s)\n" % (
             g.lstrip("0"),
             g.lstrip("0"),
@@ -131,7 +113,7 @@ def ibnetdiscover(node, args):
         out += 'Switch\t64 "S-%s"\t\t# "%s" enhanced port 0 lid %d lmc 0\n' % (
             g,
             leaf,
-            _leaf_lid(leaf),
+            switch_lid(node.scenario, leaf),
         )
         for n, i, _, port in sorted((p for p in plugs if p[2] == leaf), key=lambda p: p[3]):
             state, _, rate, width = n.port(n.hcas()[i])
@@ -159,11 +141,11 @@ def ibnetdiscover(node, args):
         if state == "Active":
             out += '[1](%s) \t"S-%s"[%d]\t\t# lid %d lmc 0 "%s" lid %d %s%s\n' % (
                 n.guid(i, 1).lstrip("0"),
-                _leaf_guid(leaf),
+                switch_guid(node.scenario, leaf),
                 port,
                 n.lid(i),
                 leaf,
-                _leaf_lid(leaf),
+                switch_lid(node.scenario, leaf),
                 str(width).lower(),
                 SPEED_NAME.get(rate * 4 // int(str(width).rstrip("X") or 4), "NDR"),
             )

@@ -221,15 +221,20 @@ def eos_json(ports, what, prio):
 
 SWITCHES = "/etc/rackops-nos/switches.json"
 SCENARIO = "/etc/rackops-hwsim/scenario.json"
-STATS = "/sys/class/net/%s/statistics/%s"
+STAT_NAMES = ("rx_packets", "tx_packets", "rx_bytes", "tx_bytes")
 
 
-def _stat(ifname, name):
+def stat(root, ifname, name):
+    """An interface's statistics counter under ``root`` (a sysfs net directory); 0 if absent."""
     try:
-        with open(STATS % (ifname, name)) as fh:
+        with open(os.path.join(root, ifname, "statistics", name)) as fh:
             return int(fh.read().strip() or 0)
     except (OSError, ValueError):
         return 0
+
+
+def _stat(ifname, name):
+    return stat("/sys/class/net", ifname, name)
 
 
 def _operstate(ifname):

@@ -55,7 +55,8 @@ def _dots(name, value):
 
 
 def perfquery(node, args):
-    """``perfquery [-x] [-C dev] [-P port]``: PortCounters(Extended) of one local port."""
+    """``perfquery [-x] [-C dev] [-P port]``: PortCounters(Extended) of one local port;
+    ``perfquery -x -l LID``: every port of the switch with that LID (the fabric sweep)."""
     dev = args[args.index("-C") + 1] if "-C" in args else node.hcas()[0]
     port = int(args[args.index("-P") + 1]) if "-P" in args else 1
     i = _dev_index(node, dev)
@@ -68,10 +69,35 @@ def perfquery(node, args):
             "perfquery: iberror: failed: Failed to open '%s' port '%d'\n" % (dev, port)
         )
         sys.exit(255)
+    lids = [
+        a for k, a in enumerate(args) if a.isdigit() and args[k - 1 : k] not in (["-C"], ["-P"])
+    ]
+    if lids and "-l" in args:
+        return _switch_ports(node, int(lids[0]), "-x" in args)
     c = counters.read(node, dev)
     state = node.port(dev)[0]
-    lid = node.lid(i) if state == "Active" else 0
-    ext = "-x" in args
+    return _block(node.lid(i) if state == "Active" else 0, port, c, "-x" in args)
+
+
+def _switch_ports(node, lid, ext):
+    from .ibdiag import switch_counters, switches
+
+    names = switches(node.scenario)
+    if not 2 <= lid < 2 + len(names):
+        sys.stderr.write(
+            "ibwarn: [%d] _do_madrpc: recv failed: Connection timed out\n"
+            "perfquery: iberror: failed: perfquery: Failed to query PortInfo of lid %d\n"
+            % (os.getpid(), lid)
+        )
+        sys.exit(255)
+    return "".join(
+        _block(lid, port, c, ext)
+        for port, c in sorted(switch_counters(node.scenario, names[lid - 2]).items())
+    )
+
+
+def _block(lid, port, c, ext):
+    """One port's PortCounters (``-x``: PortCountersExtended) block."""
     if ext:
         out = "# Port extended counters: Lid %d port %d (CapMask: 0x5A00 CapMask2: 0x0000002)\n" % (
             lid,
