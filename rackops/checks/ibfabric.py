@@ -103,8 +103,8 @@ def _isl_finding(
             "IBF-ISL-RATE",
             Status.FAIL,
             subj,
-            f"ISL {where}: trained at {rate:g} Gb/s ({row.width} x {row.speed}), "
-            f"the design says {want:g} Gb/s",
+            f"ISL {where}: trained at {rate:g} Gb/s ({row.width} at {row.speed} Gb/s a "
+            f"lane), the design says {want:g} Gb/s",
             remediation="check the cable and both ports' enabled speeds; replace the cable "
             "(a degraded lane trains a link down)",
             observed={"rate_gbps": rate, "width": row.width, "lane": row.speed},

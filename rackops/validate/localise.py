@@ -52,7 +52,9 @@ class Culprit:
             parts.append(f"[{self.switch} {self.switch_port or ''}]".replace(" ]", "]"))
         if self.peer:
             parts.append(f"↔ {self.peer}")
-        return " ".join(p for p in parts if p)
+        # a culprit on no node and no port: what of the fabric or rack it is
+        whole = {"sm": "subnet manager", "fabric": "fabric", "fleet": "rack"}.get(self.kind, "")
+        return " ".join(p for p in parts if p) or whole
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
