@@ -3,7 +3,16 @@ the switch reads, at the lab's largest fabric (4 racks: 32 leaves, 8 spines), an
 controller's cost to parse and judge a switch's read as fabrics grow.
 
     sudo .venv/bin/python bench/fabric.py --lab            # the lab part (minutes)
+    sudo .venv/bin/python bench/fabric.py --ib-sweep       # the InfiniBand sweep (minutes)
     .venv/bin/python bench/fabric.py --switches 40 400 2000  # the controller part
+
+InfiniBand part: the same 8 nodes in 4 racks as an NDR lab (``hardware.link_layer:
+InfiniBand``: 32 Quantum leaves and 8 spines, no SSH to them); one ``rackops validate``
+(suite ``quick``), whose two sweeps from one node (``ibdiagnet``, its two files, and one
+``perfquery -x -l`` per switch found) are timed from the run's own records (each command's
+duration) against the run's wall time. ibdiagnet itself is hwsim's here: on a real fabric its
+own time (MADs to every port) dominates and grows with the fabric; what this measures is the
+run's part — the round trips to the sweep node and the controller's parse and judgement.
 
 Lab part: one podman lab, ``--nodes 8 --racks 4`` (two nodes per rack: 32 leaves and 8
 spines, each an SSH target), its stand-in hardware and host tuning installed. Two
@@ -99,6 +108,34 @@ def lab_part() -> dict[str, object]:
         lab.down()
 
 
+def ib_sweep_part() -> dict[str, object]:
+    from _lab import playbook
+
+    from rackops import lab
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench-ibsweep-"))
+    inv, scenario = tmp / "inv", tmp / "scenario.yml"
+    scenario.write_text("hardware: {link_layer: InfiniBand}\n")
+    lab.up(nodes=8, racks=4, inventory=str(inv), scenario=str(scenario))
+    try:
+        assert playbook(inv, "lab-hardware.yml")
+        assert playbook(inv, "provision.yml", "--tags", "net_mtu,hugepages,irq_affinity")
+        wall, cpu, rc = _validate(inv, tmp / "run")
+        records = [json.loads(x) for x in (tmp / "run" / "results.jsonl").read_text().splitlines()]
+        sweep = [r for r in records if r["id"].startswith("fabric/sweep/")]
+        sweep_s = sum(r.get("duration_s") or 0 for r in sweep)
+        report = json.loads((tmp / "run" / "report.json").read_text())
+        return {
+            "switches": len({r["id"].split("/")[4] for r in sweep if "/perfquery/" in r["id"]}),
+            "switch_ports": len(report["switch_ports"]), "isls": len(report["isls"]),
+            "sweep_commands": len(sweep), "sweep_commands_s": round(sweep_s, 1),
+            "run_wall_s": round(wall, 1), "run_cpu_s": round(cpu, 1), "rc": rc,
+            "sweep_share_of_wall": round(sweep_s / wall, 3),
+        }  # fmt: skip
+    finally:
+        lab.down()
+
+
 def controller_part(counts: list[int]) -> list[dict[str, object]]:
     from rackops.checks.phy import PortReport, judge_counters
     from rackops.findings import Subject
@@ -163,9 +200,12 @@ def controller_part(counts: list[int]) -> list[dict[str, object]]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--lab", action="store_true")
+    ap.add_argument("--ib-sweep", action="store_true")
     ap.add_argument("--switches", type=int, nargs="*", default=[])
     args = ap.parse_args()
     result: dict[str, object] = {}
+    if args.ib_sweep:
+        result["ib_sweep"] = ib_sweep_part()
     if args.switches:
         result["controller"] = controller_part(args.switches)
     if args.lab:

@@ -198,6 +198,13 @@ CASES = [
     ),
     Case("ISL004-plane", "example-roce", _planes, "ISL004", ("leaf-r2", "plane 1", "spine-2")),
     Case(
+        "ISL005",
+        "example-ib",
+        lambda r: r.set("group_vars/all/fabric.yml", "rackops_fabric.sweep_node", "ufm-1"),
+        "ISL005",
+        ("'ufm-1'", "rackops_fabric.sweep_node"),
+    ),
+    Case(
         "ISL004-speed",
         "example-roce",
         _uplink("leaf-r0", 3, speed_gbps=200),

@@ -187,3 +187,18 @@ def isl_qos(ctx: Context) -> Iterator[Diagnostic]:
             "rackops_switch_qos",
             *where,
         )
+
+
+@rule("ISL005", "the InfiniBand sweep runs from a node of the inventory")
+def sweep_node(ctx: Context) -> Iterator[Diagnostic]:
+    name = ctx.cluster.fabric.sweep_node
+    if name is not None and name not in {n.name for n in ctx.cluster.nodes}:
+        yield ctx.design(
+            "ISL005",
+            E,
+            f"rackops_fabric.sweep_node {name!r} is not a node of this inventory: the fabric "
+            "sweep (ibdiagnet) would run nowhere — name one of its nodes, or leave it out "
+            "(the run's first node)",
+            "rackops_fabric",
+            "sweep_node",
+        )

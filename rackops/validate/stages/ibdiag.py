@@ -95,6 +95,19 @@ class IbdiagStage(StageBase):
             return None
         if len(plan.nodes) < len(self.cluster.nodes):
             return None  # a --limit run
+        if fabric.sweep_node is not None and fabric.sweep_node not in self.targets:
+            if "fabric/sweep" not in self._done:
+                finding = Finding(
+                    "IBF-RUN",
+                    Status.ERROR,
+                    Subject(),
+                    f"rackops_fabric.sweep_node {fabric.sweep_node!r} is not a node of this "
+                    "run: the fabric is not swept (`rackops lint` says so too)",
+                    remediation="name one of the inventory's nodes, or leave it out",
+                )
+                self._record("fabric/sweep", "fabric", None, "ibdiagnet", None, [finding])
+                self._done.add("fabric/sweep")
+            return None
         if fabric.sweep_node is not None:
             return fabric.sweep_node
         up = [n for n in plan.nodes if n not in unreachable]

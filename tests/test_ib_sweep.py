@@ -1,0 +1,221 @@
+"""The InfiniBand sweep judged without a lab: the two-rack IB lab's inventory (as `rackops lab
+up --racks 2` writes it) and hwsim's ``ibdiagnet`` / ``perfquery -x -l`` for that fabric, read
+by the real parsers and judged by :mod:`rackops.checks.ibfabric`: each fault kind is named at
+its link, a swap names both cables, a cut or missing file is never a pass."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rackops.checks.ibfabric import (
+    Sweep,
+    judge_isls,
+    judge_sm,
+    judge_stages,
+    switch_lids,
+    switch_samples,
+)
+from rackops.findings import Status
+from rackops.inventory import load_inventory
+from rackops.inventory.model import Cluster
+from rackops.lab import switches as lab_switches
+from rackops.lab.inventory import write_inventory
+from rackops.lab.model import LabNode, LabState
+from rackops.lab.scenario import Scenario
+from rackops.lab.wiring import as_json, wiring
+from rackops.parsers.ibdiagnet import Ibdiagnet
+from rackops.tools import parse
+
+HWSIM = str(Path(__file__).resolve().parent.parent / "rackops" / "lab")
+NAMES = ["node01", "node02", "node03", "node04"]
+RAILS = {n: {r: f"198.18.{r}.{10 + i}" for r in range(8)} for i, n in enumerate(NAMES, 1)}
+
+
+def _cluster(tmp: Path) -> Cluster:
+    nodes = [
+        LabNode(n, i, f"c{i}", 2300 + i, f"198.19.0.{10 + i}", RAILS[n])
+        for i, n in enumerate(NAMES, 1)
+    ]
+    versions = {"ofed": "25.07-0.9.7", "driver": "580.95.05", "dcgm": "4.4.1"}
+    state = LabState("l", "podman", tmp, "img", False, tmp / "inv", tmp / "key", [], versions)
+    state.nodes, state.racks, state.ib = nodes, 2, True
+    write_inventory(state, tmp / "inv")
+    return load_inventory(tmp / "inv").raise_for_errors()
+
+
+class Fabric:
+    """hwsim's sweep of the two-rack IB fabric with these fabric faults."""
+
+    def __init__(self, tmp: Path, faults: list[dict[str, Any]]) -> None:
+        spec = Scenario.model_validate(
+            {"hardware": {"link_layer": "InfiniBand"}, "fabric": {"faults": faults}}
+        )
+        data = spec.for_hwsim(NAMES, RAILS)
+        data["fabric"]["isls"] = lab_switches.isls(2, True)
+        data["wiring"] = as_json(wiring(spec, NAMES, 8, 2))
+        self.path = tmp / "scenario.json"
+        self.path.write_text(json.dumps(data))
+        self.tmp = tmp
+
+    def run(self, *argv: str) -> str:
+        env = {
+            **os.environ,
+            "RACKOPS_HWSIM_SCENARIO": str(self.path),
+            "RACKOPS_HWSIM_STATE": str(self.tmp / "state"),
+            "RACKOPS_HWSIM_NODE": "node02",
+            "PYTHONPATH": HWSIM,
+        }
+        proc = subprocess.run(
+            [sys.executable, "-m", "hwsim", *argv], env=env, capture_output=True, text=True
+        )
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
+
+    def sweep(self) -> Sweep:
+        out = self.tmp / "sweep"
+        console = parse("ibdiagnet", self.run("ibdiagnet", "-o", str(out)))
+        sm = parse("ibdiagnet", (out / "ibdiagnet2.sm").read_text())
+        dump = parse("ibdiagnet", (out / "ibdiagnet2.net_dump").read_text())
+        assert all(isinstance(p, Ibdiagnet) and p.complete for p in (console, sm, dump))
+        return Sweep(console, sm, dump)
+
+
+def _fails(by_switch: dict[str, list[Any]]) -> dict[tuple[str, str], str]:
+    return {
+        (f.subject.switch, f.code): f.message
+        for fs in by_switch.values()
+        for f in fs
+        if f.status is Status.FAIL
+    }
+
+
+def test_the_clean_fabric_has_every_isl_up_at_rate_and_one_master(tmp_path: Path) -> None:
+    cluster = _cluster(tmp_path)
+    sweep = Fabric(tmp_path, []).sweep()
+    isls = judge_isls(cluster, sweep.dump)  # type: ignore[arg-type]
+    assert sum(len(v) for v in isls.values()) == 16 and _fails(isls) == {}
+    (sm,) = judge_sm(sweep)
+    assert sm.status is Status.OK and "node01 mlx5_0" in sm.message and "1 standby" in sm.message
+    assert judge_stages(sweep.console) == []  # type: ignore[arg-type]
+    assert len(switch_lids(sweep.dump)) == 24  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("fault", "want"),
+    [
+        (
+            {"kind": "isl_rate", "switch": "leaf1-r5"},
+            {("leaf1-r5", "IBF-ISL-RATE"): "trained at 200 Gb/s"},
+        ),
+        (  # into a free port of its spine
+            {"kind": "isl_miscabled", "switch": "leaf2-r6", "spine_port": "4/1"},
+            {("leaf2-r6", "IBF-ISL-MISCABLED"): "spine-r6 IB port 7, not spine-r6 port 2/1"},
+        ),
+        (  # into the port of the other rack's uplink: a swap, two cables wrong
+            {"kind": "isl_miscabled", "switch": "leaf2-r6", "spine_port": "1/1"},
+            {
+                ("leaf2-r6", "IBF-ISL-MISCABLED"): "IB port 1, not spine-r6 port 2/1",
+                ("leaf1-r6", "IBF-ISL-MISCABLED"): "IB port 3, not spine-r6 port 1/1",
+            },
+        ),
+    ],
+)
+def test_each_isl_fault_is_named_at_its_leaf_and_nowhere_else(
+    tmp_path: Path, fault: dict[str, Any], want: dict[tuple[str, str], str]
+) -> None:
+    cluster = _cluster(tmp_path)
+    sweep = Fabric(tmp_path, [fault]).sweep()
+    got = _fails(judge_isls(cluster, sweep.dump))  # type: ignore[arg-type]
+    assert set(got) == set(want)
+    assert all(want[k] in got[k] for k in want), got
+
+
+@pytest.mark.parametrize(("masters", "text"), [(0, "no master"), (2, "2 master subnet managers")])
+def test_none_or_two_master_sms_fail_naming_where_they_run(
+    tmp_path: Path, masters: int, text: str
+) -> None:
+    sweep = Fabric(tmp_path, [{"kind": "sm", "masters": masters}]).sweep()
+    (f,) = judge_sm(sweep)
+    assert f.status is Status.FAIL and text in f.message
+    if masters == 2:
+        assert "node01 mlx5_0" in f.message and "node04 mlx5_0" in f.message
+    # the console says the same when the .sm file is gone
+    (again,) = judge_sm(Sweep(sweep.console, None, sweep.dump))
+    assert again.status is Status.FAIL and text in again.message
+
+
+def test_no_sm_section_anywhere_is_an_error_not_a_pass() -> None:
+    (f,) = judge_sm(Sweep(None, None, None))
+    assert f.status is Status.ERROR
+
+
+def test_an_isl_missing_from_the_sweep_is_down(tmp_path: Path) -> None:
+    cluster = _cluster(tmp_path)
+    sweep = Fabric(tmp_path, []).sweep()
+    out = tmp_path / "sweep" / "ibdiagnet2.net_dump"
+    blocks = out.read_text().split("\n\n")
+    # leaf2-r3's block without its uplink row (the port went down)
+    cut = [
+        "\n".join(x for x in b.splitlines() if not x.lstrip().startswith("64 "))
+        if '"MF0;leaf2-r3:' in b
+        else b
+        for b in blocks
+    ]
+    dump = parse("ibdiagnet", "\n\n".join(cut))
+    got = _fails(judge_isls(cluster, dump))  # type: ignore[arg-type]
+    assert got == {("leaf2-r3", "IBF-ISL-DOWN"): got.get(("leaf2-r3", "IBF-ISL-DOWN"), "")}
+    assert "not in the sweep" in got[("leaf2-r3", "IBF-ISL-DOWN")]
+    assert sweep.dump is not None
+
+
+def test_a_failed_stage_the_files_do_not_show_is_a_fabric_fail_quoting_it(tmp_path: Path) -> None:
+    text = Fabric(tmp_path, []).run("ibdiagnet", "-o", str(tmp_path / "s"))
+    text = text.replace(
+        "-I- Duplicated GUIDs detection finished successfully",
+        "-E- Duplicated GUIDs detection finished with errors\n"
+        "-E- Duplicated Node GUID 0xb83fd2030000a003 found at 2 nodes",
+    ).replace("-I- Discovery                           0          0", "-I- Discovery  0  1")
+    console = parse("ibdiagnet", text)
+    (f,) = judge_stages(console)  # type: ignore[arg-type]
+    assert (
+        f.status is Status.FAIL and "Discovery" in f.message and "0xb83fd2030000a003" in f.message
+    )
+
+
+def test_a_switch_perfquery_loop_maps_ib_ports_to_design_ports(tmp_path: Path) -> None:
+    cluster = _cluster(tmp_path)
+    fab = Fabric(tmp_path, [{"kind": "isl_errors", "switch": "leaf2-r3", "per_packets": 1}])
+    lids = switch_lids(fab.sweep().dump)  # type: ignore[arg-type]
+    spine = cluster.switch("spine-r3")
+    assert spine is not None
+    parsed = parse("perfquery", fab.run("perfquery", "-x", "-l", str(lids["spine-r3"])))
+    samples = switch_samples(spine, parsed)  # type: ignore[arg-type]
+    assert set(samples) == {"1/1", "2/1"}  # the spine's design ports, by IB number 1 and 3
+    assert all(s.family == "ib" for s in samples.values())
+
+
+def test_ib_only_faults_are_refused_on_a_roce_lab_and_incomplete_ones_everywhere() -> None:
+    for bad, why in (
+        ({"fabric": {"faults": [{"kind": "sm", "masters": 2}]}}, "InfiniBand"),
+        (
+            {
+                "hardware": {"link_layer": "InfiniBand"},
+                "fabric": {"faults": [{"kind": "isl_miscabled", "switch": "leaf1-r0"}]},
+            },
+            "spine_port",
+        ),
+        (
+            {"hardware": {"link_layer": "InfiniBand"}, "fabric": {"faults": [{"kind": "sm"}]}},
+            "masters",
+        ),
+        ({"fabric": {"faults": [{"kind": "isl_errors"}]}}, "switch"),
+    ):
+        with pytest.raises(ValueError, match=why):
+            Scenario.model_validate(bad)
