@@ -5,6 +5,7 @@ controller's cost to parse and judge a switch's read as fabrics grow.
     sudo .venv/bin/python bench/fabric.py --lab            # the lab part (minutes)
     sudo .venv/bin/python bench/fabric.py --ib-sweep       # the InfiniBand sweep (minutes)
     .venv/bin/python bench/fabric.py --switches 40 400 2000  # the controller part
+    .venv/bin/python bench/fabric.py --ib-switches 40 400 2000  # the sweep's controller part
 
 InfiniBand part: the same 8 nodes in 4 racks as an NDR lab (``hardware.link_layer:
 InfiniBand``: 32 Quantum leaves and 8 spines, no SSH to them); one ``rackops validate``
@@ -136,6 +137,51 @@ def ib_sweep_part() -> dict[str, object]:
         lab.down()
 
 
+def ib_controller_part(counts: list[int]) -> list[dict[str, object]]:
+    """The sweep's controller side for N switches (3/4 leaves, 1/4 spines, every leaf 32
+    uplinks): parse the net_dump, two ``perfquery -x -l`` per switch (64 ports), judge every
+    port's deltas; the net_dump and blocks printed by the lab's hwsim."""
+    from rackops.checks.phy import PortReport, judge_counters, sample_ib
+    from rackops.findings import Subject
+    from rackops.lab.hwsim import ibdiag
+    from rackops.lab.hwsim.phy import _block
+    from rackops.profiles import PhyThresholds
+    from rackops.tools import parse
+
+    out = []
+    for n in counts:
+        spines = max(1, n // 4)
+        leaves = n - spines
+        isls = [
+            {"leaf": f"leaf{i}", "port": str(33 + u), "spine": f"spine{(i * 32 + u) % spines}",
+             "spine_port": str(1 + (i * 32 + u) // spines)}
+            for i in range(leaves) for u in range(32)
+        ]  # fmt: skip
+        scenario = {"hardware": {"link_layer": "InfiniBand"}, "fabric": {"isls": isls}}
+        dump_text = ibdiag.net_dump(scenario, "ibdiagnet")
+        texts = {}
+        for phase, grown in (("before", 0), ("after", 1)):
+            c = dict(tx_bytes=10**9, rx_bytes=10**9, tx_pkts=10**6 + grown * 10**9,
+                     rx_pkts=10**6 + grown * 10**9, symbol_errors=0, link_recovery=0,
+                     link_downed=0, rcv_errors=0, xmit_discards=0, xmit_wait=grown)  # fmt: skip
+            texts[phase] = "".join(_block(5, p, c, True) for p in range(1, 65))
+        t = time.process_time()
+        dump = parse("ibdiagnet", dump_text)
+        findings = 0
+        phy = PhyThresholds()
+        for sw in range(n):  # a run reads every switch twice and judges each port
+            b, a = parse("perfquery", texts["before"]), parse("perfquery", texts["after"])
+            for pb, pa in zip(b.ports, a.ports, strict=True):
+                subj = Subject(switch=f"sw{sw}", switch_port=str(pb.port))
+                findings += len(judge_counters(sample_ib(pb), sample_ib(pa), subj, phy, 600.0,
+                                               PortReport(), 400.0))  # fmt: skip
+        cpu = time.process_time() - t
+        out.append({"switches": n, "net_dump_rows": len(dump.ports), "ports": 64 * n,
+                    "findings": findings, "cpu_s": round(cpu, 2),
+                    "ms_per_switch": round(1000 * cpu / n, 1)})  # fmt: skip
+    return out
+
+
 def controller_part(counts: list[int]) -> list[dict[str, object]]:
     from rackops.checks.phy import PortReport, judge_counters
     from rackops.findings import Subject
@@ -202,8 +248,11 @@ def main() -> None:
     ap.add_argument("--lab", action="store_true")
     ap.add_argument("--ib-sweep", action="store_true")
     ap.add_argument("--switches", type=int, nargs="*", default=[])
+    ap.add_argument("--ib-switches", type=int, nargs="*", default=[])
     args = ap.parse_args()
     result: dict[str, object] = {}
+    if args.ib_switches:
+        result["ib_controller"] = ib_controller_part(args.ib_switches)
     if args.ib_sweep:
         result["ib_sweep"] = ib_sweep_part()
     if args.switches:

@@ -90,12 +90,22 @@ def switches(scenario):
     return sorted(names)
 
 
+_NUMBERED = [None, {}]  # the scenario last numbered, and its switch -> index
+
+
+def _number(scenario, name):
+    """The switch's index in the fabric's sorted switches (its LID and GUID follow)."""
+    if _NUMBERED[0] is not scenario:
+        _NUMBERED[:] = [scenario, {n: i for i, n in enumerate(switches(scenario))}]
+    return _NUMBERED[1][name]
+
+
 def switch_lid(scenario, name):
-    return 2 + switches(scenario).index(name)
+    return 2 + _number(scenario, name)
 
 
 def switch_guid(scenario, name):
-    return "b83fd20300%06x" % (0xA000 + switches(scenario).index(name))
+    return "b83fd20300%06x" % (0xA000 + _number(scenario, name))
 
 
 def _host_links(scenario):
