@@ -219,3 +219,96 @@ def test_ib_only_faults_are_refused_on_a_roce_lab_and_incomplete_ones_everywhere
     ):
         with pytest.raises(ValueError, match=why):
             Scenario.model_validate(bad)
+
+
+# --- the stage: a run's two sweeps through an executor that runs hwsim on this machine ----
+
+
+class LocalSweep:
+    """The sweep node as a process here: hwsim's ibdiagnet and perfquery, a real ``cat``;
+    ``broken`` names a program that is missing (exit 127) or prints half its output."""
+
+    def __init__(self, fabric: Fabric, broken: dict[str, str] | None = None) -> None:
+        self.fabric = fabric
+        self.broken = broken or {}
+        self.calls: list[tuple[str, ...]] = []
+
+    def run(self, t: Any, argv: Any, timeout: float, become: bool | None = None) -> Any:
+        from rackops.validate.executor import CommandResult
+
+        self.calls.append((t.name, *argv))
+        how = self.broken.get(argv[0])
+        if how == "missing":
+            return CommandResult(t.name, tuple(argv), 127, "", f"{argv[0]}: not found", 0.01)
+        if argv[0] in ("cat", "rm"):
+            proc = subprocess.run(list(argv), capture_output=True, text=True)
+            return CommandResult(t.name, tuple(argv), proc.returncode, proc.stdout, "", 0.01)
+        out = self.fabric.run(*argv)
+        if how == "cut":
+            out = out[: len(out) // 2]
+        return CommandResult(t.name, tuple(argv), 0, out, "", 0.01)
+
+
+def _stage(
+    tmp: Path, broken: dict[str, str] | None = None, limit: bool = False
+) -> tuple[list[dict[str, Any]], LocalSweep]:
+    from rackops.profiles import load_profile
+    from rackops.suites import load_suite
+    from rackops.validate.executor import Target
+    from rackops.validate.plan import make_plan
+    from rackops.validate.rundir import RunDir
+    from rackops.validate.runner import Runner
+
+    cluster = _cluster(tmp)
+    ex = LocalSweep(
+        Fabric(tmp, [{"kind": "isl_errors", "switch": "leaf2-r3", "per_packets": 1}]),
+        broken,
+    )
+    suite = load_suite("lab", tmp / "inv")
+    profiles = {n.profile: load_profile(n.profile).profile for n in cluster.nodes}
+    targets = {n.name: Target(n.name, "127.0.0.1") for n in cluster.nodes}
+    r = Runner(cluster, suite, profiles, targets, ex, RunDir(tmp / "run"),  # type: ignore[arg-type]
+               progress=lambda _m: None, limited=limit)  # fmt: skip
+    plan = make_plan(cluster, suite)
+    for phase in ("before", "after"):
+        r.fabric_sweep(plan, phase, set(), set())
+    return RunDir(tmp / "run").records(), ex
+
+
+def test_a_run_sweeps_from_the_first_node_twice_and_judges_each_switch(tmp_path: Path) -> None:
+    records, ex = _stage(tmp_path)
+    assert {c[0] for c in ex.calls} == {"node01"}
+    assert sum(c[1] == "ibdiagnet" for c in ex.calls) == 2
+    # each sweep removes the last one's files first: they are never read as its own
+    assert ex.calls[0] == ("node01", "rm", "-rf", "--", "/var/tmp/rackops-ibdiag/before")
+    assert sum(c[1] == "perfquery" for c in ex.calls) == 2 * 24  # every switch, twice
+    by_id = {r["id"]: r for r in records}
+    assert [f["status"] for f in by_id["fabric/sm"]["findings"]] == ["OK"]
+    judged = {i for i in by_id if i.startswith("switch/")}
+    assert len(judged) == 24
+    assert set(by_id["switch/spine-r3"]["meta"]["ports"]) == {"1/1", "2/1"}
+    assert all(
+        f["status"] == "OK" for i in judged for f in by_id[i]["findings"]
+    )  # no traffic between the sweeps here: nothing grew
+
+
+@pytest.mark.parametrize(
+    ("broken", "code"),
+    [({"ibdiagnet": "missing"}, "IBF-RUN"), ({"ibdiagnet": "cut"}, "IBF-PARSE")],
+)
+def test_a_sweep_that_could_not_run_or_was_cut_is_an_error_never_a_pass(
+    tmp_path: Path, broken: dict[str, str], code: str
+) -> None:
+    records, _ = _stage(tmp_path, broken)
+    errors = {f["code"] for r in records for f in r["findings"] if f["status"] == "ERROR"}
+    assert code in errors
+    sm = next(r for r in records if r["id"] == "fabric/sm")
+    assert [f["status"] for f in sm["findings"]] in (["ERROR"], ["OK"])
+    if broken["ibdiagnet"] == "missing":  # no file was written: nothing is judged a pass
+        assert sm["findings"][0]["status"] == "ERROR"
+        assert not [r for r in records if r["id"].startswith("switch/")]
+
+
+def test_a_limited_run_does_not_sweep_the_fabric(tmp_path: Path) -> None:
+    records, ex = _stage(tmp_path, limit=True)
+    assert ex.calls == [] and records == []

@@ -188,6 +188,7 @@ def validate(
             progress=progress,
             switch_targets=switch_targets,
             switch_executor=switch_reader,
+            limited=limit is not None,
         )
         runner.run(plan)
     finally:

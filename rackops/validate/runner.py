@@ -88,6 +88,8 @@ class Runner(NodeStage, FleetStage, GpuLoadStage, PairStage, SwitchStage, Ibdiag
     # the leaves and spines the inventory gives an SSH connection, read around the pair rounds
     switch_targets: dict[str, Target] = field(default_factory=dict)
     switch_executor: Any = None
+    # a --limit run: some nodes only, so nothing of the whole fabric (sweep, switch reads)
+    limited: bool = False
 
     def __post_init__(self) -> None:
         if self.port_base:

@@ -42,6 +42,8 @@ Counters = dict[str, dict[str, PortSample]]  # switch -> design port -> sample
 
 
 class IbdiagStage(StageBase):
+    limited: bool
+
     def fabric_sweep(self, plan: Plan, phase: str, done: set[str], unreachable: set[str]) -> None:
         node = self._sweep_node(plan, unreachable)
         if node is None or "fabric/sm" in done:
@@ -93,8 +95,8 @@ class IbdiagStage(StageBase):
         fabric = self.cluster.fabric
         if fabric.type != "infiniband" or self.suite.checks.physical is None:
             return None
-        if len(plan.nodes) < len(self.cluster.nodes):
-            return None  # a --limit run
+        if self.limited:
+            return None  # a --limit run: a part of the rack says nothing of its fabric
         if fabric.sweep_node is not None and fabric.sweep_node not in self.targets:
             if "fabric/sweep" not in self._done:
                 finding = Finding(
@@ -151,14 +153,13 @@ class IbdiagStage(StageBase):
     def _sweep(self, node: str, phase: str) -> tuple[Sweep, Counters]:
         out = f"{SWEEP_DIR}/{phase}"
         step = f"fabric/sweep/{phase}"
-        console = self._parsed(
-            f"{step}/console",
-            node,
-            "ibdiagnet",
-            self._step(f"{step}/console", node, ["ibdiagnet", "-o", out], SWEEP_TIMEOUT_S),
-        )
-        files = {}
-        for name in ("sm", "net_dump"):
+        # an earlier sweep's files are never read as this one's: the directory goes first,
+        # and the files are read only after an ibdiagnet that finished
+        self._step(f"{step}/clean", node, ["rm", "-rf", "--", out], READ_TIMEOUT_S)
+        ran = self._step(f"{step}/console", node, ["ibdiagnet", "-o", out], SWEEP_TIMEOUT_S)
+        console = self._parsed(f"{step}/console", node, "ibdiagnet", ran)
+        files: dict[str, Any] = {"sm": None, "net_dump": None}
+        for name in files if ran is not None else ():
             text = self._step(
                 f"{step}/{name}", node, ["cat", f"{out}/ibdiagnet2.{name}"], READ_TIMEOUT_S
             )
