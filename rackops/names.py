@@ -25,7 +25,7 @@ PORT_SYNTAX: dict[str, tuple[str, str]] = {
     "eos": (r"Ethernet\d{1,3}(?:/\d{1,3}){0,2}", "Ethernet<slot/port/lane>, e.g. Ethernet1/1"),
     "mlnx-os": (
         r"(?:Eth|eth|ethernet |IB|ib)?\d{1,3}/\d{1,3}(?:/\d{1,3})?",
-        "<slot>/<port>[/<split>], e.g. 1/1, Eth1/1, IB1/1",
+        "<slot>/<port>[/<split>] or ibdiagnet's <port>/<split> label, e.g. 1/1, IB1/1, 1/3/2",
     ),
 }
 

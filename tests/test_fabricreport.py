@@ -89,3 +89,28 @@ def test_the_leaf_spine_table_lists_each_link_once_with_both_ends() -> None:
     assert bad["status"] == "FAIL" and bad["errors"] == 18 and bad["read_both_ends"]
     good = table[("leaf1-r3 port swp64", "spine-r3 port Ethernet0")]
     assert good["status"] == "OK" and good["errors"] == 0 and good["packets"] == 60
+
+
+def test_an_isl_judged_down_without_counters_is_not_shown_ok() -> None:
+    """The sweep found leaf1-r3's uplink down and read no counters of the leaf: its row is
+    there, FAIL, though the spine end's counters (which grew nothing) are OK."""
+    down = {
+        "id": "switch/leaf1-r3",
+        "kind": "switch",
+        "node": None,
+        "tool": "ibdiagnet",
+        "findings": [
+            _f(
+                "IBF-ISL-DOWN",
+                "FAIL",
+                switch="leaf1-r3",
+                switch_port="swp64",
+                peer="spine-r3 port Ethernet0",
+            )
+        ],
+        "meta": {"switch": "leaf1-r3", "role": "leaf", "ports": {}},
+    }
+    records = [r for r in RECORDS if r["id"] != "switch/leaf1-r3"] + [down]
+    table = {(row["leaf"], row["spine"]): row for row in isls(switch_ports(records))}
+    row = table[("leaf1-r3 port swp64", "spine-r3 port Ethernet0")]
+    assert row["status"] == "FAIL" and row["read_both_ends"]

@@ -65,6 +65,12 @@ class Fabric:
         self.tmp = tmp
 
     def run(self, *argv: str) -> str:
+        proc = self.proc(*argv)
+        # ibdiagnet exits 1 when it found fabric errors, as the real one does
+        assert proc.returncode in ((0, 1) if argv[0] == "ibdiagnet" else (0,)), proc.stderr
+        return proc.stdout
+
+    def proc(self, *argv: str) -> subprocess.CompletedProcess[str]:
         env = {
             **os.environ,
             "RACKOPS_HWSIM_SCENARIO": str(self.path),
@@ -72,11 +78,9 @@ class Fabric:
             "RACKOPS_HWSIM_NODE": "node02",
             "PYTHONPATH": HWSIM,
         }
-        proc = subprocess.run(
+        return subprocess.run(
             [sys.executable, "-m", "hwsim", *argv], env=env, capture_output=True, text=True
         )
-        assert proc.returncode == 0, proc.stderr
-        return proc.stdout
 
     def sweep(self) -> Sweep:
         out = self.tmp / "sweep"
@@ -240,13 +244,12 @@ class LocalSweep:
         how = self.broken.get(argv[0])
         if how == "missing":
             return CommandResult(t.name, tuple(argv), 127, "", f"{argv[0]}: not found", 0.01)
-        if argv[0] in ("cat", "rm"):
+        if argv[0] in ("cat", "rm", "mktemp"):
             proc = subprocess.run(list(argv), capture_output=True, text=True)
-            return CommandResult(t.name, tuple(argv), proc.returncode, proc.stdout, "", 0.01)
-        out = self.fabric.run(*argv)
-        if how == "cut":
-            out = out[: len(out) // 2]
-        return CommandResult(t.name, tuple(argv), 0, out, "", 0.01)
+        else:
+            proc = self.fabric.proc(*argv)
+        out = proc.stdout[: len(proc.stdout) // 2] if how == "cut" else proc.stdout
+        return CommandResult(t.name, tuple(argv), proc.returncode, out, proc.stderr, 0.01)
 
 
 def _stage(
@@ -279,8 +282,12 @@ def test_a_run_sweeps_from_the_first_node_twice_and_judges_each_switch(tmp_path:
     records, ex = _stage(tmp_path)
     assert {c[0] for c in ex.calls} == {"node01"}
     assert sum(c[1] == "ibdiagnet" for c in ex.calls) == 2
-    # each sweep removes the last one's files first: they are never read as its own
-    assert ex.calls[0] == ("node01", "rm", "-rf", "--", "/var/tmp/rackops-ibdiag/before")
+    # each sweep writes into a private directory of its own, removed after
+    made = [c for c in ex.calls if c[1] == "mktemp"]
+    dirs = [c[3] for c in ex.calls if c[1] == "ibdiagnet"]
+    assert len(made) == 2 and len(set(dirs)) == 2
+    assert [c[4] for c in ex.calls if c[1] == "rm"] == dirs
+    assert not any(Path(d).exists() for d in dirs)
     assert sum(c[1] == "perfquery" for c in ex.calls) == 2 * 24  # every switch, twice
     by_id = {r["id"]: r for r in records}
     assert [f["status"] for f in by_id["fabric/sm"]["findings"]] == ["OK"]
@@ -312,3 +319,56 @@ def test_a_sweep_that_could_not_run_or_was_cut_is_an_error_never_a_pass(
 def test_a_limited_run_does_not_sweep_the_fabric(tmp_path: Path) -> None:
     records, ex = _stage(tmp_path, limit=True)
     assert ex.calls == [] and records == []
+
+
+def test_without_a_master_sm_the_isls_are_not_blamed_on_their_cables(tmp_path: Path) -> None:
+    cluster = _cluster(tmp_path)
+    sweep = Fabric(tmp_path, [{"kind": "sm", "masters": 0}]).sweep()
+    found = [f for fs in judge_isls(cluster, sweep.dump).values() for f in fs]  # type: ignore[arg-type]
+    assert {f.code for f in found} == {"IBF-ISL-INIT"}
+    assert all(f.status is Status.ERROR for f in found)
+
+
+def _dump_text(tmp: Path, faults: list[dict[str, Any]] | None = None) -> str:
+    Fabric(tmp, faults or []).sweep()
+    return (tmp / "sweep" / "ibdiagnet2.net_dump").read_text()
+
+
+def test_switch_names_match_whatever_their_case_or_domain(tmp_path: Path) -> None:
+    cluster = _cluster(tmp_path)
+    text = _dump_text(tmp_path).replace("MF0;leaf1-r2:", "MF0;LEAF1-R2.example.net:")
+    got = judge_isls(cluster, parse("ibdiagnet", text))  # type: ignore[arg-type]
+    assert [f.code for f in got["leaf1-r2"]] == ["IBF-ISL-OK"]
+
+
+def test_two_switches_describing_themselves_alike_are_not_judged_by_either(
+    tmp_path: Path,
+) -> None:
+    cluster = _cluster(tmp_path)
+    text = _dump_text(tmp_path).replace('"MF0;leaf2-r4:', '"MF0;leaf1-r4:')
+    dump = parse("ibdiagnet", text)
+    got = judge_isls(cluster, dump)  # type: ignore[arg-type]
+    for leaf in ("leaf1-r4", "leaf2-r4"):
+        assert [(f.code, f.status) for f in got[leaf]] == [("IBF-SWITCH", Status.ERROR)]
+    assert "leaf1-r4" not in switch_lids(dump)  # type: ignore[arg-type]
+
+
+def test_a_link_at_a_lane_speed_nobody_knows_is_not_judged_up(tmp_path: Path) -> None:
+    cluster = _cluster(tmp_path)
+    lines = _dump_text(tmp_path).splitlines()
+    at = next(i for i, x in enumerate(lines) if '"MF0;leaf1-r1:' in x)
+    row = next(i for i in range(at, len(lines)) if lines[i].lstrip().startswith("64 "))
+    lines[row] = lines[row].replace(": 100     :", ": FDR10   :", 1)
+    got = judge_isls(cluster, parse("ibdiagnet", "\n".join(lines) + "\n"))  # type: ignore[arg-type]
+    assert [(f.code, f.status) for f in got["leaf1-r1"]] == [("IBF-ISL-RATE", Status.ERROR)]
+
+
+def test_an_impossible_port_number_makes_the_dump_incomplete_not_a_record(
+    tmp_path: Path,
+) -> None:
+    text = _dump_text(tmp_path)
+    forged = text.replace(": 1          : 18   :", ": 99999999999999999999999 : 18   :", 1)
+    assert forged != text
+    dump = parse("ibdiagnet", forged)
+    assert isinstance(dump, Ibdiagnet) and not dump.complete
+    assert all(p.neighbor_port is None or p.neighbor_port <= 255 for p in dump.ports)

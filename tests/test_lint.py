@@ -198,6 +198,20 @@ CASES = [
     ),
     Case("ISL004-plane", "example-roce", _planes, "ISL004", ("leaf-r2", "plane 1", "spine-2")),
     Case(
+        "ISL006-unreadable",
+        "example-ib",
+        hv("leaf-r3", "rackops_switch_ports", ["1/1", "1/2", "1/3", "3/7"]),
+        "ISL006",
+        ("leaf-r3 port '3/7'", "rackops_switch_ports.3"),
+    ),
+    Case(
+        "ISL006-twice",
+        "example-ib",
+        hv("leaf-r3", "rackops_switch_ports", ["1/1", "1/2", "1/3", "2/1"]),
+        "ISL006",
+        ("'1/3' and '2/1' are both IB port 3",),
+    ),
+    Case(
         "ISL005",
         "example-ib",
         lambda r: r.set("group_vars/all/fabric.yml", "rackops_fabric.sweep_node", "ufm-1"),

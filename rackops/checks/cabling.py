@@ -45,12 +45,29 @@ def short(name: str) -> str:
     return host.split(".", 1)[0].strip().lower()
 
 
+_IB_PREFIX = re.compile(r"^(?:ib|eth|ethernet ?)", re.I)
+
+
 def ib_port_number(name: str) -> int | None:
-    m = re.fullmatch(r"(\d+)/(\d+)", name.strip())
-    if m:
-        return 2 * int(m.group(1)) - 2 + int(m.group(2))
-    m = re.fullmatch(r"\d+", name.strip())
-    return int(name) if m else None
+    """The IB port number of an NVIDIA switch port as a design names it, or None where the
+    name does not say: ``17`` and ``IB1/17`` (slot 1) are port 17; ``P/S`` (ibdiagnet's
+    label of a split Quantum port, split 1 or 2) and ``1/P/S`` (slot 1, or Quantum-2's
+    ASIC/cage/port) are port ``2P-2+S``. Another slot, a 4-part label, or a 0 maps to None."""
+    parts = _IB_PREFIX.sub("", name.strip()).split("/")
+    if not all(p.isdigit() and len(p) <= 3 for p in parts) or "0" in [
+        p.lstrip("0") or "0" for p in parts
+    ]:
+        return None
+    n = [int(p) for p in parts]
+    if len(n) == 1:
+        return n[0]
+    if len(n) == 2 and n[0] == 1:
+        return n[1]  # slot 1, port P (= port 1 split P in the P/S label: the same number)
+    if len(n) == 2 and n[1] in (1, 2):
+        return 2 * n[0] - 2 + n[1]
+    if len(n) == 3 and n[0] == 1 and n[2] in (1, 2):
+        return 2 * n[1] - 2 + n[2]
+    return None
 
 
 def same_port(design: str, seen: Seen) -> bool:

@@ -21,8 +21,11 @@ from rackops.inventory.model import Cluster, Switch, Uplink
 from rackops.parsers.ibdiagnet import DumpPort, Ibdiagnet, SubnetManager
 from rackops.parsers.perfquery import PerfQuery
 
-# the stages whose errors the sweep judges itself, from the files (not from the screen)
-JUDGED_STAGES = ("Subnet Manager", "Speed / Width checks", "Port Counters")
+# the ibdiagnet stages about the fabric's identity and topology, whose errors no file the
+# sweep reads shows (duplicate GUIDs, node descriptions or LIDs, link inconsistencies,
+# partitions, routing). The SM, speed/width and counter stages are judged from the files, and
+# host-side link stages (BER, cables) by the node checks: their errors are not repeated.
+FABRIC_STAGES = ("discovery", "lids check", "links check", "partition keys", "routing")
 # ibdiagnet's per-lane speed (LSA, Gb/s as printed) -> that lane's data rate
 LANE_GBPS = {"2.5": 2.5, "5": 5, "10": 10, "14": 14, "25": 25, "50": 50, "100": 100, "200": 200}
 
@@ -41,14 +44,42 @@ def design_ports(sw: Switch) -> dict[int, str]:
     return {n: p for p in sw.ports if (n := ib_port_number(p)) is not None}
 
 
-def dump_rows(dump: Ibdiagnet) -> dict[tuple[str, int], DumpPort]:
-    """(design switch name, IB port) -> its net_dump row."""
-    return {(short(p.switch), p.port): p for p in dump.ports}
+@dataclass(frozen=True)
+class Seen:
+    """What one net_dump says of the switches, keyed by the design's short name of each
+    (``MF0;leaf1-r0:MQM9790/U1`` and the inventory's ``Leaf1-R0.example.net`` are both
+    ``leaf1-r0``). Two switches describing themselves alike (a director's ASICs, a cloned
+    name) are ``duplicates``: no row of theirs is trusted, and they are not read."""
+
+    rows: dict[tuple[str, int], DumpPort]
+    guids: dict[str, str]
+    lids: dict[str, int]
+    duplicates: dict[str, tuple[str, ...]]
+
+
+def seen(dump: Ibdiagnet) -> Seen:
+    by_name: dict[str, set[str]] = {}
+    lid_of: dict[str, int] = {}
+    for p in dump.ports:
+        by_name.setdefault(short(p.switch), set()).add(p.switch_guid)
+        if p.switch_lid:
+            lid_of[p.switch_guid] = p.switch_lid
+    dups = {n: tuple(sorted(g)) for n, g in by_name.items() if len(g) > 1}
+    guids = {n: next(iter(g)) for n, g in by_name.items() if len(g) == 1}
+    lid_users: dict[int, int] = {}
+    for g in guids.values():
+        if g in lid_of:
+            lid_users[lid_of[g]] = lid_users.get(lid_of[g], 0) + 1
+    lids = {  # a LID two switches claim would read one of them as the other: neither
+        n: lid_of[g] for n, g in guids.items() if g in lid_of and lid_users[lid_of[g]] == 1
+    }
+    rows = {(short(p.switch), p.port): p for p in dump.ports if short(p.switch) in guids}
+    return Seen(rows, guids, lids, dups)
 
 
 def switch_lids(dump: Ibdiagnet) -> dict[str, int]:
-    """design switch name -> its LID, as the sweep found it."""
-    return {short(p.switch): p.switch_lid for p in dump.ports if p.switch_lid is not None}
+    """design short switch name -> its LID, for the switches the sweep can read alone."""
+    return seen(dump).lids
 
 
 def link_rate(row: DumpPort) -> float | None:
@@ -60,21 +91,55 @@ def link_rate(row: DumpPort) -> float | None:
 def judge_isls(cluster: Cluster, dump: Ibdiagnet) -> dict[str, list[Finding]]:
     """Every designed ISL, by its leaf end: there, to the designed spine port, at its rate.
     leaf -> findings."""
-    rows = dump_rows(dump)
+    view = seen(dump)
     out: dict[str, list[Finding]] = {}
     for leaf, up in cluster.isls():
         subj = Subject(
             switch=leaf.name, switch_port=up.port, peer=f"{up.spine} port {up.spine_port}"
         )
         where = f"{leaf.name} port {up.port} ↔ {up.spine} port {up.spine_port}"
-        row = rows.get((leaf.name, ib_port_number(up.port) or -1))
-        out.setdefault(leaf.name, []).append(_isl_finding(leaf, up, row, subj, where))
+        found = out.setdefault(leaf.name, [])
+        name = short(leaf.name)
+        if name in view.duplicates or name not in view.guids:
+            if not any(f.code == "IBF-SWITCH" for f in found):
+                found.append(_unseen(leaf.name, view))
+            continue
+        row = view.rows.get((name, ib_port_number(up.port) or -1))
+        found.append(_isl_finding(leaf, up, row, view, subj, where))
     return out
 
 
+def _unseen(name: str, view: Seen) -> Finding:
+    dups = view.duplicates.get(short(name))
+    if dups:
+        text = (
+            f"{name}: {len(dups)} switches in the sweep describe themselves as "
+            f"{short(name)!r} (GUIDs {', '.join(dups[:4])}): its ports cannot be told apart; "
+            "not judged"
+        )
+        fix = "give every switch its own node description (or name the design's by GUID)"
+    else:
+        names = ", ".join(sorted(view.guids)[:5])
+        text = (
+            f"{name}: no switch in the sweep describes itself so (seen: {names}"
+            f"{', ...' if len(view.guids) > 5 else ''}); its ISLs and counters are not judged"
+        )
+        fix = "set the switch's node description to its inventory name, or rename it there"
+    return Finding("IBF-SWITCH", Status.ERROR, Subject(switch=name), text, remediation=fix)
+
+
 def _isl_finding(
-    leaf: Switch, up: Uplink, row: DumpPort | None, subj: Subject, where: str
+    leaf: Switch, up: Uplink, row: DumpPort | None, view: Seen, subj: Subject, where: str
 ) -> Finding:
+    if row is not None and row.state.upper() in ("INI", "INIT", "ARM", "ARMED"):
+        return Finding(
+            "IBF-ISL-INIT",
+            Status.ERROR,
+            subj,
+            f"ISL {where}: trained ({row.phys_state}) but {row.state}: no subnet manager "
+            "activated it; not judged",
+            remediation="see the subnet manager finding; a running master SM activates it",
+        )
     if row is None or row.state.upper() not in ("ACT", "ACTIVE"):
         state = "not in the sweep" if row is None else f"{row.state}/{row.phys_state}"
         return Finding(
@@ -85,20 +150,43 @@ def _isl_finding(
             remediation=f"reseat or replace the cable from {leaf.name} port {up.port} to "
             f"{up.spine} port {up.spine_port}; check both ports are enabled",
         )
-    far, far_port = short(row.neighbor or ""), row.neighbor_port
     want_port = ib_port_number(up.spine_port)
-    if far != up.spine.lower() or (want_port is not None and far_port != want_port):
+    if want_port is None:
+        return Finding(
+            "IBF-ISL-NAME",
+            Status.ERROR,
+            subj,
+            f"ISL {where}: {up.spine_port!r} says no IB port number, so where the cable "
+            "lands is not checked (rackops lint: ISL006)",
+            remediation="name the spine port as ibdiagnet labels it (N, IB1/N, P/S, 1/P/S)",
+        )
+    far, far_port = short(row.neighbor or ""), row.neighbor_port
+    spine_guid = view.guids.get(short(up.spine))
+    if (
+        far != short(up.spine)
+        or far_port != want_port
+        or (spine_guid is not None and row.neighbor_guid not in (None, spine_guid))
+    ):
         return Finding(
             "IBF-ISL-MISCABLED",
             Status.FAIL,
             subj,
-            f"ISL {where}: the cable from {leaf.name} port {up.port} is in {far or '?'} "
-            f"IB port {far_port}, not {up.spine} port {up.spine_port} (IB port {want_port})",
+            f"ISL {where}: the cable from {leaf.name} port {up.port} is in "
+            f"{(far or '?')[:64]} IB port {far_port}, not {up.spine} port {up.spine_port} "
+            f"(IB port {want_port})",
             remediation=f"move the cable to {up.spine} port {up.spine_port}, as designed",
-            observed={"neighbor": row.neighbor, "neighbor_port": far_port},
+            observed={"neighbor": (row.neighbor or "")[:64], "neighbor_port": far_port},
         )
     rate, want = link_rate(row), float(leaf.uplink_speed(up))
-    if rate is not None and rate < want:
+    if rate is None:
+        return Finding(
+            "IBF-ISL-RATE",
+            Status.ERROR,
+            subj,
+            f"ISL {where}: its rate cannot be read ({row.width} at {row.speed!r} a lane); "
+            "not judged",
+        )
+    if rate < want:
         return Finding(
             "IBF-ISL-RATE",
             Status.FAIL,
@@ -109,7 +197,7 @@ def _isl_finding(
             "(a degraded lane trains a link down)",
             observed={"rate_gbps": rate, "width": row.width, "lane": row.speed},
         )
-    return Finding("IBF-ISL-OK", Status.OK, subj, f"ISL {where}: up at {rate or '?'} Gb/s")
+    return Finding("IBF-ISL-OK", Status.OK, subj, f"ISL {where}: up at {rate:g} Gb/s")
 
 
 def _names(sweep: Sweep) -> dict[str, str]:
@@ -129,7 +217,7 @@ def _names(sweep: Sweep) -> dict[str, str]:
 
 
 def _sm_name(sm: SubnetManager, names: dict[str, str]) -> str:
-    desc = names.get(sm.guid)
+    desc = (names.get(sm.guid) or "")[:64]
     prio = f", priority {sm.priority}" if sm.priority is not None else ""
     return f"{desc or 'GUID ' + sm.guid} (LID {sm.lid}{prio})"
 
@@ -164,9 +252,11 @@ def judge_sm(sweep: Sweep) -> list[Finding]:
         text = "no master subnet manager: nobody assigns LIDs or routes"
         fix = "start opensm (or enable the switch's SM) on one management port"
     else:
+        more = f" and {len(masters) - 5} more" if len(masters) > 5 else ""
         text = (
             f"{len(masters)} master subnet managers: "
-            + ", ".join(_sm_name(s, names) for s in masters)
+            + ", ".join(_sm_name(s, names) for s in masters[:5])
+            + more
             + " — they fight over LIDs and routes"
         )
         fix = "keep one SM master: stop the others, or give them a lower priority"
@@ -177,24 +267,26 @@ def judge_sm(sweep: Sweep) -> list[Finding]:
             Subject(),
             text,
             remediation=fix,
-            observed={"masters": [_sm_name(s, names) for s in masters]},
+            observed={"masters": [_sm_name(s, names) for s in masters[:5]]},
         )
     ]
 
 
 def judge_stages(console: Ibdiagnet) -> list[Finding]:
-    """A stage ibdiagnet failed that the sweep does not judge from its files (duplicate
-    GUIDs or LIDs, links, partitions, ...): a FAIL of the fabric, quoting its lines."""
+    """A fabric stage ibdiagnet failed (:data:`FABRIC_STAGES`): a FAIL of the fabric,
+    quoting its lines."""
     out = []
     for st in console.stages:
-        if st.errors and st.name not in JUDGED_STAGES:
-            lines = [m.text for m in console.messages if m.level == "E" and m.stage == st.name]
+        if st.errors and " ".join(st.name.lower().split()) in FABRIC_STAGES:
+            lines = [
+                m.text[:200] for m in console.messages if m.level == "E" and m.stage == st.name
+            ]
             out.append(
                 Finding(
                     "IBF-STAGE",
                     Status.FAIL,
                     Subject(),
-                    f"ibdiagnet stage '{st.name}': {st.errors} error(s)"
+                    f"ibdiagnet stage '{st.name[:64]}': {st.errors} error(s)"
                     + (f": {'; '.join(lines[:3])}" if lines else ""),
                     remediation="see ibdiagnet2.log in the run directory for every line",
                 )

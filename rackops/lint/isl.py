@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 
+from rackops.checks.cabling import ib_port_number
 from rackops.consistency import design_port, isl_violations
 from rackops.diagnostics import Diagnostic
 from rackops.inventory.model import Switch, SwitchQos, Uplink
@@ -202,3 +203,28 @@ def sweep_node(ctx: Context) -> Iterator[Diagnostic]:
             "rackops_fabric",
             "sweep_node",
         )
+
+
+@rule("ISL006", "every InfiniBand switch port name says its IB port number, once")
+def ib_port_names(ctx: Context) -> Iterator[Diagnostic]:
+    if ctx.cluster.fabric.type != "infiniband":
+        return
+    for sw in ctx.cluster.switches:
+        seen: dict[int, str] = {}
+        for i, port in enumerate(sw.ports):
+            num = ib_port_number(port)
+            if num is None:
+                why = (
+                    f"{sw.name} port {port!r}: no IB port number can be read from it, so the "
+                    "fabric sweep cannot find its cable — name it as ibdiagnet labels it: "
+                    "N, IB1/N, P/S (split S of port P) or 1/P/S"
+                )
+            elif num in seen:
+                why = (
+                    f"{sw.name} ports {seen[num]!r} and {port!r} are both IB port {num}: "
+                    "name each port once"
+                )
+            else:
+                seen[num] = port
+                continue
+            yield ctx.at("ISL006", E, why, sw.name, "rackops_switch_ports", i)

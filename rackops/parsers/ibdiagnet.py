@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from rackops.parsers._common import MAX_COUNT, ParseError, check_limits, to_int
+from rackops.parsers._common import MAX_COUNT, ParseError, bounded, check_limits, to_int
 
 _VERSION = re.compile(r'^Running version\s*:?\s*"IBDIAGNET ([0-9][^"]*)"')
 _OLD_RUNNING = re.compile(r"^Running:\s*ibdiagnet\b")
@@ -65,6 +65,10 @@ _SWITCH = re.compile(
 )
 _ENDPOINT = re.compile(r"^(?P<node>.+?)/P(?P<port>\d+)$")
 _GUID_NODE = re.compile(r"^S([0-9a-fA-F]{1,16})/N([0-9a-fA-F]{1,16})$")
+MAX_IB_PORT = 255  # a port number is 8 bits
+MAX_UNICAST_LID = 0xBFFF
+WIDTHS = ("1x", "2x", "4x", "8x", "12x")
+MAX_NODE_DESC = 64  # NodeDescription is 64 bytes
 
 
 @dataclass(frozen=True)
@@ -180,6 +184,17 @@ def _message(level: str, stage: str, text: str) -> Message:
     return Message(level, stage, text)
 
 
+def _sane(sm: SubnetManager) -> bool:
+    """An SM entry whose numbers a real fabric can have (a forged or garbled one is refused)."""
+    return (
+        sm.port <= MAX_IB_PORT
+        and sm.lid <= MAX_UNICAST_LID
+        and (sm.priority is None or sm.priority <= 15)
+        and (sm.devid is None or sm.devid <= 0xFFFF)
+        and len(sm.description or "") <= MAX_NODE_DESC
+    )
+
+
 def _sm_line(m: re.Match[str]) -> SubnetManager:
     desc = m.group(8)
     return SubnetManager(
@@ -229,7 +244,11 @@ def _console(lines: list[str]) -> Ibdiagnet:
                 stages.append(Stage(r.group(1), int(r.group(2)), int(r.group(3)), r.group(4) or ""))
             continue
         if m := _SM_LINE.match(line):
-            sms.append(_sm_line(m))
+            sm = _sm_line(m)
+            if _sane(sm):
+                sms.append(sm)
+            else:
+                errors.append(f"an SM line with impossible values: {line[:120]}")
             sm_reported = True
         elif _NO_SM.match(line):
             sm_reported = True
@@ -241,7 +260,7 @@ def _console(lines: list[str]) -> Ibdiagnet:
             raise ParseError(f"more than {MAX_COUNT} ibdiagnet messages")
     if not (stages or messages or started or sms or any(_MSG.match(x) for x in lines)):
         raise ParseError("no ibdiagnet stage, message or Summary found")
-    complete = bool(stages) and started
+    complete = bool(stages) and started and not errors
     if not stages:
         errors.append("no Summary table: the run was cut off, or ibdiagnet died before its end")
     if not started:
@@ -269,25 +288,40 @@ def _sm_file(lines: list[str]) -> Ibdiagnet:
         if g := _SM_GROUP.match(line):
             state = g.group(1).lower()
         elif (e := _SM_ENTRY.match(line)) and state is not None:
-            sms.append(
-                SubnetManager(
-                    state=state,
-                    port=int(e.group(1)),
-                    lid=int(e.group(2), 0),
-                    guid=_guid(e.group(3)),
-                    priority=int(e.group(5)) if e.group(5) else None,
-                    devid=int(e.group(4)) if e.group(4) else None,
-                )
+            sm = SubnetManager(
+                state=state,
+                port=int(e.group(1)),
+                lid=int(e.group(2), 0),
+                guid=_guid(e.group(3)),
+                priority=int(e.group(5)) if e.group(5) else None,
+                devid=int(e.group(4)) if e.group(4) else None,
             )
+            if _sane(sm):
+                sms.append(sm)
+            else:
+                errors.append(line)
         else:
             errors.append(line)
     return Ibdiagnet("sm", not errors, sms=tuple(sms), sm_reported=True, errors=tuple(errors))
 
 
+def _bounded_int(text: str, top: int, low: int = 0) -> int | None:
+    """An integer cell within ``low..top``, None where the cell is empty/N-A; out of range
+    (``N#`` of 10**23: no real output) is a ParseError, and the row an error."""
+    value = to_int(text)
+    return None if value is None else bounded(value, "a net_dump cell", top, low)
+
+
 def _dump_row(cols: list[str], cells: list[str], switch: re.Match[str]) -> DumpPort | None:
     row = dict(zip(cols, (c.strip() for c in cells), strict=True))
-    port = to_int(row.get("IB#", ""))
-    if port is None:
+    try:
+        port = _bounded_int(row.get("IB#", ""), MAX_IB_PORT, 1)
+        nport = _bounded_int(row.get("N#", ""), MAX_IB_PORT)
+        lid = _bounded_int(switch.group("lid"), MAX_UNICAST_LID)
+    except ParseError:
+        return None
+    width = (row.get("LWA") or "").lower() or None
+    if port is None or (width is not None and width not in WIDTHS):
         return None
     neighbor = row.get("Neighbor Description", "")
     if neighbor and not (neighbor.startswith('"') and neighbor.endswith('"')):
@@ -299,12 +333,12 @@ def _dump_row(cols: list[str], cells: list[str], switch: re.Match[str]) -> DumpP
         port=port,
         state=row.get("Sta", ""),
         phys_state=row.get("PhysSta", ""),
-        width=row.get("LWA") or None,
+        width=row.get("LWA") or None,  # as printed (checked against WIDTHS above)
         speed=row.get("LSA") or None,
         neighbor_guid=_guid(nguid) if re.fullmatch(r"0x[0-9a-fA-F]+", nguid) else None,
-        neighbor_port=to_int(row.get("N#", "")),
+        neighbor_port=nport,
         neighbor=neighbor.strip('"') or None,
-        switch_lid=to_int(switch.group("lid")),
+        switch_lid=lid,
     )
 
 

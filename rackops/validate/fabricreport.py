@@ -28,13 +28,21 @@ def _worst(findings: list[dict[str, Any]]) -> str:
 
 
 def switch_ports(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per judged switch port: its cable (a host's HCA, or the ISL's far end)."""
+    """One row per judged switch port: its cable (a host's HCA, or the ISL's far end). A
+    port a finding names but whose counters were not judged (an ISL down, miscabled, at half
+    rate, with no counter read) has its row too, with no deltas."""
     out = []
     for r in records:
-        if r["kind"] != "switch" or "ports" not in (r.get("meta") or {}):
+        meta = r.get("meta") or {}
+        named: dict[str, dict[str, Any]] = {
+            f["subject"]["switch_port"]: {}
+            for f in r["findings"]
+            if f["subject"].get("switch_port") and f["subject"].get("peer")
+        }
+        if r["kind"] != "switch" or ("ports" not in meta and not named):
             continue
-        name = r["meta"].get("switch")
-        for port, rep in sorted(r["meta"]["ports"].items()):
+        name = meta.get("switch") or r["findings"][0]["subject"].get("switch")
+        for port, rep in sorted({**named, **(meta.get("ports") or {})}.items()):
             fs = [f for f in r["findings"] if f["subject"].get("switch_port") == port]
             subj = fs[0]["subject"] if fs else {}
             node, hca, peer = subj.get("node"), subj.get("hca"), subj.get("peer")
@@ -42,13 +50,13 @@ def switch_ports(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             out.append(
                 {
                     "switch": name,
-                    "role": r["meta"].get("role"),
+                    "role": meta.get("role"),
                     "port": port,
                     "cable": f"{node}/{hca}" if node and hca else peer,
                     "isl": bool(peer) and not node,
                     "status": _worst(fs),
                     "delta": {k: delta[k] for k in SWITCH_COLUMNS if k in delta},
-                    "interval_s": r["meta"].get("interval_s"),
+                    "interval_s": meta.get("interval_s"),
                 }
             )
     return out

@@ -306,7 +306,9 @@ def junit(report: dict[str, Any], records: list[dict[str, Any]]) -> str:
         for rec, f in cases:
             subj = f["subject"]
             who = " ".join(
-                str(subj[k]) for k in ("node", "gpu", "hca", "peer") if subj.get(k) is not None
+                str(subj[k])
+                for k in ("node", "gpu", "hca", "switch", "switch_port", "peer")
+                if subj.get(k) is not None
             )
             took = rec.get("duration_s")
             case = ET.SubElement(

@@ -207,6 +207,8 @@ def net_dump(scenario, command):
         % (VERSION, command, time.strftime("%Y-%m-%d %H:%M:%S UTC"))
     )
     cols = "  #          : IB# : Sta  : PhysSta    : MTU : LWA     : LSA     : FEC mode            : Retran : Neighbor Guid      : N#         : NLID : Neighbor Description\n"
+    # with no master SM nobody activates a link: trained (LinkUp) but INIT
+    sta = "ACT " if any(m[0] == "master" for m in _masters(scenario)) else "INI "
     for sw, ports in sorted(_rows(scenario).items()):
         out += '"%s", Mellanox, 0x%s, LID %d\n' % (
             _desc(sw),
@@ -217,10 +219,11 @@ def net_dump(scenario, command):
         for p in sorted(ports):
             guid, np_, nlid, desc, width, lane = ports[p]
             out += (
-                '  %-10s : %-3d : ACT  : LINK UP    : 5   : %-7s : %-7d : %-19s : NO-RTR : %-18s : %-10d : %-4d : "%s"\n'
+                '  %-10s : %-3d : %s : LINK UP    : 5   : %-7s : %-7d : %-19s : NO-RTR : %-18s : %-10d : %-4d : "%s"\n'
                 % (
                     p,
                     p,
+                    sta,
                     width,
                     lane,
                     "MLNX_RS_544_514_PLR",
@@ -350,7 +353,7 @@ def ibdiagnet(node, args):
         with open(os.path.join(outdir, name), "w") as fh:
             fh.write(body)
     sys.stdout.write(text)
-    return 0
+    return 1 if "\n-E- " in text else 0  # ibdiagnet: 1 when it found fabric errors
 
 
 # --- a switch's port counters, as ``perfquery -x -l <LID>`` reads them from any node --------
