@@ -2,8 +2,9 @@
 (`rackops lab up --racks 2`), every leaf and spine an SSH target answering its NOS's
 counter commands over the real bridge-port counters. Traffic between the racks crosses the
 leaf–spine links, and the run reads both ends of every one of them before and after the pair
-rounds: a clean fabric is ACCEPTED, and a dirty ISL optic is named as that link — both ends,
-one culprit — with no host blamed."""
+rounds, and each leaf's own view of its uplinks (LLDP, speed) after them: a clean fabric is
+ACCEPTED; a dirty ISL optic (both ends, one culprit), an ISL at half rate and one in the wrong
+spine port are each named as that link, with no host blamed."""
 
 from __future__ import annotations
 
@@ -46,27 +47,40 @@ def test_a_clean_two_rack_fabric_is_accepted_with_every_isl_read_at_both_ends(
     assert 'id="isls"' in html and "leaf2-r3 port swp64" in html
 
 
-def test_a_dirty_isl_is_named_at_both_ends_as_one_culprit_and_no_host_is_blamed(
+def test_each_isl_fault_is_named_as_its_link_and_no_host_is_blamed(
     two_racks: Path, tmp_path: Path
 ) -> None:
-    set_fabric_faults([{"kind": "isl_errors", "switch": "leaf2-r3", "per_packets": 5}])
+    """A dirty ISL (its counters at both ends), one at half rate (its cumulus leaf's
+    `nv show interface`) and one in the wrong spine port (its EOS leaf's LLDP): three `isl`
+    culprits, no host."""
+    set_fabric_faults(
+        [
+            {"kind": "isl_errors", "switch": "leaf2-r3", "per_packets": 5},
+            {"kind": "isl_rate", "switch": "leaf1-r5"},
+            {"kind": "isl_miscabled", "switch": "leaf2-r6", "spine_port": "Ethernet16"},
+        ]
+    )
     try:
         rc, report = validate(two_racks, tmp_path / "run")
     finally:
         set_fabric_faults([])
     assert rc == 2 and report["verdict"] == "REJECTED"
-    (culprit,) = report["culprits"]
-    assert culprit["kind"] == "isl" and culprit["node"] is None, culprit
-    ends = {culprit["where"], culprit["message"]}
-    assert any("leaf2-r3 port swp64" in e and "spine-r3 port Ethernet8" in e for e in ends), ends
-    steps = {e["step"] for e in culprit["evidence"]}
-    assert steps == {"switch/leaf2-r3", "switch/spine-r3"}  # both ends of the one link
     assert report["errors"] == []
-    bad = [link for link in report["isls"] if link["status"] != "OK"]
-    assert [(b["leaf"], b["spine"]) for b in bad] == [
-        ("leaf2-r3 port swp64", "spine-r3 port Ethernet8")
-    ]
-    assert bad[0]["errors"] > 0
+    got = {c["where"]: c for c in report["culprits"]}
+    assert set(got) == {
+        "[leaf2-r3 swp64] ↔ spine-r3 port Ethernet8",
+        "[leaf1-r5 swp64] ↔ spine-r5 port Ethernet0",
+        "[leaf2-r6 Ethernet64/1] ↔ spine-r6 port Ethernet8",
+    }, list(got)
+    assert all(c["kind"] == "isl" and c["node"] is None for c in got.values())
+    dirty = got["[leaf2-r3 swp64] ↔ spine-r3 port Ethernet8"]
+    assert {e["step"] for e in dirty["evidence"]} == {"switch/leaf2-r3", "switch/spine-r3"}
+    assert "200 Gb/s" in got["[leaf1-r5 swp64] ↔ spine-r5 port Ethernet0"]["message"]
+    assert "port Ethernet16" in got["[leaf2-r6 Ethernet64/1] ↔ spine-r6 port Ethernet8"]["message"]
+    bad = {(b["leaf"], b["spine"]) for b in report["isls"] if b["status"] != "OK"}
+    assert ("leaf2-r3 port swp64", "spine-r3 port Ethernet8") in bad
+    errors = [b for b in report["isls"] if b["leaf"] == "leaf2-r3 port swp64"]
+    assert errors[0]["errors"] > 0
     prom = (tmp_path / "run" / "metrics.prom").read_text()
     assert (
         'rackops_switch_port_counter_delta{switch="leaf2-r3",port="swp64",counter="crc_errors"}'

@@ -101,7 +101,7 @@ def test_an_isl_judged_down_without_counters_is_not_shown_ok() -> None:
         "tool": "ibdiagnet",
         "findings": [
             _f(
-                "IBF-ISL-DOWN",
+                "ISL-DOWN",
                 "FAIL",
                 switch="leaf1-r3",
                 switch_port="swp64",

@@ -116,17 +116,17 @@ def test_the_clean_fabric_has_every_isl_up_at_rate_and_one_master(tmp_path: Path
     [
         (
             {"kind": "isl_rate", "switch": "leaf1-r5"},
-            {("leaf1-r5", "IBF-ISL-RATE"): "trained at 200 Gb/s"},
+            {("leaf1-r5", "ISL-RATE"): "trained at 200 Gb/s"},
         ),
         (  # into a free port of its spine
             {"kind": "isl_miscabled", "switch": "leaf2-r6", "spine_port": "4/1"},
-            {("leaf2-r6", "IBF-ISL-MISCABLED"): "spine-r6 IB port 7, not spine-r6 port 2/1"},
+            {("leaf2-r6", "ISL-MISCABLED"): "spine-r6 IB port 7, not spine-r6 port 2/1"},
         ),
         (  # into the port of the other rack's uplink: a swap, two cables wrong
             {"kind": "isl_miscabled", "switch": "leaf2-r6", "spine_port": "1/1"},
             {
-                ("leaf2-r6", "IBF-ISL-MISCABLED"): "IB port 1, not spine-r6 port 2/1",
-                ("leaf1-r6", "IBF-ISL-MISCABLED"): "IB port 3, not spine-r6 port 1/1",
+                ("leaf2-r6", "ISL-MISCABLED"): "IB port 1, not spine-r6 port 2/1",
+                ("leaf1-r6", "ISL-MISCABLED"): "IB port 3, not spine-r6 port 1/1",
             },
         ),
     ],
@@ -174,8 +174,8 @@ def test_an_isl_missing_from_the_sweep_is_down(tmp_path: Path) -> None:
     ]
     dump = parse("ibdiagnet", "\n\n".join(cut))
     got = _fails(judge_isls(cluster, dump))  # type: ignore[arg-type]
-    assert got == {("leaf2-r3", "IBF-ISL-DOWN"): got.get(("leaf2-r3", "IBF-ISL-DOWN"), "")}
-    assert "not in the sweep" in got[("leaf2-r3", "IBF-ISL-DOWN")]
+    assert got == {("leaf2-r3", "ISL-DOWN"): got.get(("leaf2-r3", "ISL-DOWN"), "")}
+    assert "not seen" in got[("leaf2-r3", "ISL-DOWN")]
     assert sweep.dump is not None
 
 
@@ -338,7 +338,7 @@ def test_switch_names_match_whatever_their_case_or_domain(tmp_path: Path) -> Non
     cluster = _cluster(tmp_path)
     text = _dump_text(tmp_path).replace("MF0;leaf1-r2:", "MF0;LEAF1-R2.example.net:")
     got = judge_isls(cluster, parse("ibdiagnet", text))  # type: ignore[arg-type]
-    assert [f.code for f in got["leaf1-r2"]] == ["IBF-ISL-OK"]
+    assert [f.code for f in got["leaf1-r2"]] == ["ISL-OK"]
 
 
 def test_two_switches_describing_themselves_alike_are_not_judged_by_either(
@@ -360,7 +360,7 @@ def test_a_link_at_a_lane_speed_nobody_knows_is_not_judged_up(tmp_path: Path) ->
     row = next(i for i in range(at, len(lines)) if lines[i].lstrip().startswith("64 "))
     lines[row] = lines[row].replace(": 100     :", ": FDR10   :", 1)
     got = judge_isls(cluster, parse("ibdiagnet", "\n".join(lines) + "\n"))  # type: ignore[arg-type]
-    assert [(f.code, f.status) for f in got["leaf1-r1"]] == [("IBF-ISL-RATE", Status.ERROR)]
+    assert [(f.code, f.status) for f in got["leaf1-r1"]] == [("ISL-RATE", Status.ERROR)]
 
 
 def test_an_impossible_port_number_makes_the_dump_incomplete_not_a_record(

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rackops.checks.cabling import ib_port_number, short
+from rackops.checks.isls import LeafEnd, judge_isl
 from rackops.checks.phy import PortSample, sample_ib
 from rackops.findings import Finding, Status, Subject
 from rackops.inventory.model import Cluster, Switch, Uplink
@@ -140,16 +141,6 @@ def _isl_finding(
             "activated it; not judged",
             remediation="see the subnet manager finding; a running master SM activates it",
         )
-    if row is None or row.state.upper() not in ("ACT", "ACTIVE"):
-        state = "not in the sweep" if row is None else f"{row.state}/{row.phys_state}"
-        return Finding(
-            "IBF-ISL-DOWN",
-            Status.FAIL,
-            subj,
-            f"ISL {where}: the leaf port is {state}",
-            remediation=f"reseat or replace the cable from {leaf.name} port {up.port} to "
-            f"{up.spine} port {up.spine_port}; check both ports are enabled",
-        )
     want_port = ib_port_number(up.spine_port)
     if want_port is None:
         return Finding(
@@ -160,44 +151,20 @@ def _isl_finding(
             "lands is not checked (rackops lint: ISL006)",
             remediation="name the spine port as ibdiagnet labels it (N, IB1/N, P/S, 1/P/S)",
         )
-    far, far_port = short(row.neighbor or ""), row.neighbor_port
-    spine_guid = view.guids.get(short(up.spine))
-    if (
-        far != short(up.spine)
-        or far_port != want_port
-        or (spine_guid is not None and row.neighbor_guid not in (None, spine_guid))
-    ):
-        return Finding(
-            "IBF-ISL-MISCABLED",
-            Status.FAIL,
-            subj,
-            f"ISL {where}: the cable from {leaf.name} port {up.port} is in "
-            f"{(far or '?')[:64]} IB port {far_port}, not {up.spine} port {up.spine_port} "
-            f"(IB port {want_port})",
-            remediation=f"move the cable to {up.spine} port {up.spine_port}, as designed",
-            observed={"neighbor": (row.neighbor or "")[:64], "neighbor_port": far_port},
+    end = None
+    if row is not None:
+        spine_guid = view.guids.get(short(up.spine))
+        same_switch = spine_guid is None or row.neighbor_guid in (None, spine_guid)
+        end = LeafEnd(
+            up=row.state.upper() in ("ACT", "ACTIVE"),
+            state=f"{row.state}/{row.phys_state}",
+            far=short(row.neighbor or "?") if same_switch else f"GUID {row.neighbor_guid}",
+            far_port=f"IB port {row.neighbor_port}",
+            far_port_ok=row.neighbor_port == want_port,
+            rate_gbps=link_rate(row),
+            rate_text=f"{row.width} at {row.speed} Gb/s a lane",
         )
-    rate, want = link_rate(row), float(leaf.uplink_speed(up))
-    if rate is None:
-        return Finding(
-            "IBF-ISL-RATE",
-            Status.ERROR,
-            subj,
-            f"ISL {where}: its rate cannot be read ({row.width} at {row.speed!r} a lane); "
-            "not judged",
-        )
-    if rate < want:
-        return Finding(
-            "IBF-ISL-RATE",
-            Status.FAIL,
-            subj,
-            f"ISL {where}: trained at {rate:g} Gb/s ({row.width} at {row.speed} Gb/s a "
-            f"lane), the design says {want:g} Gb/s",
-            remediation="check the cable and both ports' enabled speeds; replace the cable "
-            "(a degraded lane trains a link down)",
-            observed={"rate_gbps": rate, "width": row.width, "lane": row.speed},
-        )
-    return Finding("IBF-ISL-OK", Status.OK, subj, f"ISL {where}: up at {rate:g} Gb/s")
+    return judge_isl(leaf, up, end, short(up.spine))
 
 
 def _names(sweep: Sweep) -> dict[str, str]:

@@ -11,14 +11,18 @@ Each NOS prints its counters its own way (:mod:`rackops.parsers.sonic_counters`,
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from rackops.checks.cabling import short
+from rackops.checks.isls import LeafEnd, judge_isl
 from rackops.checks.phy import PortReport, PortSample, judge_counters
 from rackops.findings import Finding, Status, Subject
 from rackops.inventory.model import Cluster, Switch
 from rackops.parsers.eos_counters import EosCounters
 from rackops.parsers.nvue_counters import NvueCounters
 from rackops.parsers.sonic_counters import SonicCounters
+from rackops.parsers.switch_ports import PortView, SwitchPorts
 from rackops.profiles import PhyThresholds
 
 # normalised counter -> the NOS's own name (what a finding quotes)
@@ -178,3 +182,55 @@ def judge_switch(
             Finding("SWP-000", Status.OK, subj, f"{sw.name} port {port}: no error grew")
         ]
     return out, reports
+
+
+# --- what a RoCE leaf says is at its uplinks: its LLDP neighbours and interface status ------
+
+_MAC = re.compile(r"^[0-9a-f]{2}([:.-]?[0-9a-f]{2}){5}$|^[0-9a-f]{4}(\.[0-9a-f]{4}){2}$", re.I)
+
+
+def port_views(parsed: list[SwitchPorts]) -> dict[str, PortView]:
+    """One switch's port-view outputs (LLDP, status, or both in one) merged per port."""
+    out: dict[str, PortView] = {}
+    for p in parsed:
+        for port, v in p.ports.items():
+            old = out.get(port, PortView())
+            out[port] = PortView(
+                v.speed_gbps if v.speed_gbps is not None else old.speed_gbps,
+                v.oper or old.oper,
+                v.neighbors or old.neighbors,
+            )
+    return out
+
+
+def _far_port_ok(sent: str, designed: str) -> bool | None:
+    if _MAC.match(sent.strip()):
+        return None  # the neighbour sends its MAC as port ID: no port name to compare
+    return sent.strip().lower() == designed.strip().lower()
+
+
+def judge_uplinks(cluster: Cluster, sw: Switch, views: dict[str, PortView]) -> list[Finding]:
+    """The leaf's uplinks by its own view: up, to the designed spine port, at their rate."""
+    out = []
+    for leaf, up in cluster.isls():
+        if leaf.name != sw.name:
+            continue
+        v = views.get(up.port)
+        end = None
+        if v is not None:
+            n = next(
+                (x for x in v.neighbors if short(x.system) == short(up.spine)),
+                v.neighbors[0] if v.neighbors else None,
+            )
+            end = LeafEnd(
+                # no status read (LLDP only): a neighbour heard is a link up
+                up=(v.oper or "").lower() == "up" or (v.oper is None and bool(v.neighbors)),
+                state=v.oper or "in no state",
+                far=short(n.system) or "?" if n is not None else None,
+                far_port=f"port {n.port}" if n is not None else None,
+                far_port_ok=_far_port_ok(n.port, up.spine_port) if n is not None else None,
+                rate_gbps=v.speed_gbps,
+                rate_text=f"{v.speed_gbps:g}G" if v.speed_gbps is not None else "no speed",
+            )
+        out.append(judge_isl(leaf, up, end, short(up.spine)))
+    return out

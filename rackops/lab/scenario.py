@@ -17,9 +17,9 @@ applies, and shows in hwsim's outputs there and nowhere else::
     fabric:                                                # a lab with --racks
       faults:
         - {kind: isl_errors, switch: leaf2-r3, per_packets: 10}    # a dirty uplink optic
-        # InfiniBand labs (hardware: {link_layer: InfiniBand}), seen by the ibdiagnet sweep:
         - {kind: isl_rate, switch: leaf1-r5}                       # the uplink at half rate
-        - {kind: isl_miscabled, switch: leaf2-r6, spine_port: 3/1}  # in the wrong spine port
+        - {kind: isl_miscabled, switch: leaf2-r6, spine_port: Ethernet16}  # wrong spine port
+        # InfiniBand labs only (hardware: {link_layer: InfiniBand}; spine ports 3/1, ...):
         - {kind: sm, masters: 2}                                   # two master SMs (or 0)
 """
 
@@ -195,8 +195,9 @@ class FabricFault(_F):
     )
     spine_port: str | None = Field(
         default=None,
-        pattern=r"^\d{1,2}/\d$",
-        description="isl_miscabled: the spine port the uplink really sits in, e.g. 3/1",
+        pattern=r"^(?:Ethernet|swp)?\d{1,3}(?:/\d{1,2})?$",
+        description="isl_miscabled: the spine port the uplink really sits in, e.g. 3/1 "
+        "(InfiniBand) or Ethernet16 (SONiC spines)",
     )
     masters: Literal[0, 2] | None = Field(
         default=None, description="sm: no master subnet manager (0) or two (2)"
@@ -225,11 +226,10 @@ class Scenario(_F):
 
     @model_validator(mode="after")
     def _ib_faults(self) -> Scenario:
-        ib_only = [f.kind for f in self.fabric.faults if f.kind != "isl_errors"]
-        if ib_only and not self.ib:
+        if any(f.kind == "sm" for f in self.fabric.faults) and not self.ib:
             raise ValueError(
-                f"fabric fault {ib_only[0]}: read from the InfiniBand sweep (ibdiagnet); "
-                "set hardware.link_layer: InfiniBand"
+                "fabric fault sm: a subnet manager is InfiniBand's; set "
+                "hardware.link_layer: InfiniBand"
             )
         return self
 

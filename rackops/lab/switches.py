@@ -18,7 +18,15 @@ from typing import Any
 
 from rackops.lab import spines
 from rackops.lab.engine import Engine, LabError
-from rackops.lab.inventory import LEAF_OS, RAILS, leaf_name, spine_name, spine_port, uplink_port
+from rackops.lab.inventory import (
+    LEAF_OS,
+    RAILS,
+    leaf_name,
+    netdev,
+    spine_name,
+    spine_port,
+    uplink_port,
+)
 from rackops.lab.model import LabState
 from rackops.lab.wiring import Wiring
 
@@ -37,6 +45,7 @@ def switch_ports(
         os_name = "mlnx-os" if ib else LEAF_OS[plug.rail]
         sw = out.setdefault(plug.leaf, {"os": os_name, "ports": {}})
         sw["ports"][plug.port] = end
+        sw.setdefault("peers", {})[plug.port] = [node, netdev(r)]  # its LLDP neighbour
     for r in range(RAILS if racks > 1 else 0):
         spine = out.setdefault(spine_name(r), {"os": "mlnx-os" if ib else "sonic", "ports": {}})
         for k in range(1, racks + 1):
@@ -46,6 +55,8 @@ def switch_ports(
             )
             leaf["ports"][uplink_port(r, ib)] = up_end
             spine["ports"][spine_port(k, ib)] = down_end
+            leaf.setdefault("peers", {})[uplink_port(r, ib)] = [spine_name(r), spine_port(k, ib)]
+            spine.setdefault("peers", {})[spine_port(k, ib)] = [leaf_name(r, k), uplink_port(r, ib)]
             # an isl_errors fault on this leaf shows at both ends of its uplink
             for sw, port in ((leaf, uplink_port(r, ib)), (spine, spine_port(k, ib))):
                 sw.setdefault("isl_faulted", {}).setdefault(leaf_name(r, k), []).append(port)

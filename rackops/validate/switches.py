@@ -176,6 +176,17 @@ COMMANDS: dict[str, tuple[tuple[str, str], ...]] = {
     ),
 }
 READ_TIMEOUT_S = 60.0
+# What the switch says is at each port (LLDP neighbour, speed, state), read once, after the
+# pair rounds, to judge its uplinks against the design: (file name, command line)
+PORT_COMMANDS: dict[str, tuple[tuple[str, str], ...]] = {
+    "sonic": (("lldp", "show lldp table"), ("status", "show interfaces status")),
+    "cumulus": (("interfaces", "nv show interface"),),
+    "eos": (
+        ("lldp", "show lldp neighbors | json"),
+        ("status", "show interfaces status | json"),
+    ),
+}
+PORTS_TOOL_OF = {"sonic": "sonic-ports", "cumulus": "nvue-ports", "eos": "eos-ports"}
 
 
 def commands(sw: Switch) -> list[tuple[str, str]]:

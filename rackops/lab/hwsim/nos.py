@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 
 
@@ -212,6 +213,121 @@ def eos_json(ports, what, prio):
     return json.dumps(body, indent=2) + "\n"
 
 
+# --- what the switch says is at each port: LLDP neighbour, speed, state ----------------------
+# ``views``: port -> {"oper": "up"|"down", "speed": Gb/s, "peer": [system, port] or None}
+
+
+def _g(speed):
+    return "%gG" % speed
+
+
+def sonic_lldp(views):
+    rows = [
+        [p, v["peer"][0], v["peer"][1], "BR", ""]
+        for p, v in sorted(views.items(), key=lambda x: _natural(x[0]))
+        if v["peer"] and v["oper"] == "up"
+    ]
+    header = ["LocalPort", "RemoteDevice", "RemotePortID", "Capability", "RemotePortDescr"]
+    table = "\n".join(x.rstrip() for x in _table(header, rows, left=True).splitlines())
+    return (
+        "Capability codes: (R) Router, (B) Bridge, (O) Other\n%s\n%s\nTotal entries displayed:  %d\n"
+        % (table, "-" * 50, len(rows))
+    )
+
+
+def sonic_status(views, mtu):
+    header = [
+        "Interface",
+        "Lanes",
+        "Speed",
+        "MTU",
+        "FEC",
+        "Alias",
+        "Vlan",
+        "Oper",
+        "Admin",
+        "Type",
+        "Asym PFC",
+    ]
+    rows = [
+        [p, "0", _g(v["speed"]), str(mtu), "rs", p, "routed", v["oper"], "up", "QSFP-DD", "off"]
+        for p, v in sorted(views.items(), key=lambda x: _natural(x[0]))
+    ]
+    return _table(header, rows)
+
+
+def nvue_interfaces(views, mtu):
+    header = [
+        "Interface",
+        "Admin Status",
+        "Oper Status",
+        "Speed",
+        "MTU",
+        "Type",
+        "Remote Host",
+        "Remote Port",
+        "Summary",
+    ]
+    rows = []
+    for p, v in sorted(views.items(), key=lambda x: _natural(x[0])):
+        up = v["oper"] == "up"
+        peer = v["peer"] if up and v["peer"] else ["", ""]
+        rows.append(
+            [
+                p,
+                "up",
+                v["oper"],
+                _g(v["speed"]) if up else "",
+                str(mtu),
+                "swp",
+                peer[0],
+                peer[1],
+                "",
+            ]
+        )
+    return "\n".join(x.rstrip() for x in _table(header, rows, left=True).splitlines()) + "\n"
+
+
+def eos_ports(views, what):
+    if what == "lldp":
+        body = {
+            "tablesLastChangeTime": 0.0,
+            "tablesAgeOuts": 0,
+            "tablesInserts": len(views),
+            "lldpNeighbors": [
+                {
+                    "port": p,
+                    "neighborDevice": v["peer"][0],
+                    "neighborPort": v["peer"][1],
+                    "ttl": 120,
+                }
+                for p, v in sorted(views.items())
+                if v["peer"] and v["oper"] == "up"
+            ],
+            "tablesDeletes": 0,
+            "tablesDrops": 0,
+        }
+    else:
+        body = {
+            "interfaceStatuses": {
+                p: {
+                    "description": "",
+                    "duplex": "duplexFull",
+                    "bandwidth": int(v["speed"] * 1e9),
+                    "interfaceType": "400GBASE-CR8",
+                    "linkStatus": "connected" if v["oper"] == "up" else "notconnect",
+                    "lineProtocolStatus": "up" if v["oper"] == "up" else "down",
+                }
+                for p, v in sorted(views.items())
+            }
+        }
+    return json.dumps(body, indent=4) + "\n"
+
+
+def _natural(name):
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
+
+
 # --- the switch itself: ``nos.py <switch>`` as an SSH ForceCommand ------------------------
 # The lab (rackops.lab.switches) writes /etc/rackops-nos/switches.json: for every switch its
 # NOS, the RoCE priority and its design ports, each the host-side Linux interface that plays
@@ -278,6 +394,37 @@ def port_counters(conf, port):
     return c
 
 
+def port_views(conf, switch, faults, rate_gbps=400):
+    """port -> oper, speed, LLDP neighbour, with the fabric faults of this switch's ISLs:
+    ``isl_rate`` halves both ends' speed; ``isl_miscabled`` moves the leaf's uplink into
+    another port of its spine (the leaf hears that port; the designed one hears nobody)."""
+    out = {}
+    for p, ifname in conf["ports"].items():
+        oper = "up" if _operstate(ifname) in ("up", "unknown") else "down"
+        out[p] = {"oper": oper, "speed": rate_gbps, "peer": (conf.get("peers") or {}).get(p)}
+    for f in faults:
+        mine = conf.get("isl_faulted", {}).get(f.get("switch"), [])
+        for p in mine:
+            if f.get("kind") == "isl_rate":
+                out[p]["speed"] = rate_gbps / 2
+            elif f.get("kind") == "isl_miscabled" and f.get("spine_port"):
+                peer = out[p]["peer"] or ["", ""]
+                if switch == f.get("switch"):  # the leaf: its cable lands elsewhere
+                    out[p]["peer"] = [peer[0], f["spine_port"]]
+                else:  # the spine: the designed port is empty, the other one has the leaf
+                    out[f["spine_port"]] = {"oper": "up", "speed": out[p]["speed"], "peer": peer}
+                    out[p] = {"oper": "down", "speed": out[p]["speed"], "peer": None}
+    return out
+
+
+def _rate():
+    try:
+        with open(SCENARIO) as fh:
+            return int((json.load(fh).get("hardware") or {}).get("rate_gbps", 400))
+    except (OSError, ValueError, TypeError):
+        return 400
+
+
 def _invalid(os_name, cmd):
     if os_name == "eos":
         sys.stdout.write("% Invalid input\n")
@@ -294,6 +441,10 @@ def run(switch, cmd):
     os_name, prio = conf["os"], conf["prio"]
     ports = {p: port_counters(conf, p) for p in conf["ports"]}
     words = cmd.split()
+    if cmd.strip() in VIEWS.get(os_name, {}):
+        views = port_views(conf, switch, _faults(), _rate())
+        sys.stdout.write(VIEWS[os_name][cmd.strip()](views))
+        return 0
     if os_name == "sonic":
         table = {
             "show interfaces counters": lambda: sonic_interfaces(ports),
@@ -323,6 +474,20 @@ def run(switch, cmd):
             sys.stdout.write(eos_json(ports, table[cmd.strip()], prio))
             return 0
     return _invalid(os_name, cmd)
+
+
+MTU = 9216
+VIEWS = {
+    "sonic": {
+        "show lldp table": sonic_lldp,
+        "show interfaces status": lambda v: sonic_status(v, MTU),
+    },
+    "cumulus": {"nv show interface": lambda v: nvue_interfaces(v, MTU)},
+    "eos": {
+        "show lldp neighbors | json": lambda v: eos_ports(v, "lldp"),
+        "show interfaces status | json": lambda v: eos_ports(v, "status"),
+    },
+}
 
 
 if __name__ == "__main__":

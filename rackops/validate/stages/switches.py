@@ -17,10 +17,20 @@ from dataclasses import asdict
 from typing import Any
 
 from rackops.checks.phy import PortSample
-from rackops.checks.switchports import judge_switch, samples
+from rackops.checks.switchports import judge_switch, judge_uplinks, port_views, samples
 from rackops.findings import Finding, Status, Subject
+from rackops.parsers._common import ParseError
+from rackops.parsers.switch_ports import PortView, SwitchPorts
+from rackops.tools import parse
 from rackops.validate.stages.base import StageBase
-from rackops.validate.switches import READ_TIMEOUT_S, TOOL_OF, commands, parse_output
+from rackops.validate.switches import (
+    PORT_COMMANDS,
+    PORTS_TOOL_OF,
+    READ_TIMEOUT_S,
+    TOOL_OF,
+    commands,
+    parse_output,
+)
 
 Read = tuple[dict[str, PortSample], float]
 
@@ -35,6 +45,8 @@ class SwitchStage(StageBase):
         todo = sorted(s for s in self.switch_targets if f"switch/{s}" not in done)
         if not todo:
             return
+        if phase == "after":
+            self._switch_views: dict[str, dict[str, PortView]] = {}
         with ThreadPoolExecutor(max_workers=min(self.concurrency, len(todo))) as pool:
             reads = dict(
                 zip(todo, pool.map(lambda s: self._read_switch(s, phase), todo), strict=True)
@@ -109,7 +121,43 @@ class SwitchStage(StageBase):
             self._record(
                 f"switch/{name}/{phase}/{fname}", "switch", None, TOOL_OF[sw.os], result, findings
             )
+        if phase == "after" and sw.uplinks and outputs:  # a switch that answered
+            self._read_views(name, sw)
         return samples(sw, outputs, prio), time.monotonic()
+
+    def _read_views(self, name: str, sw: Any) -> None:
+        """A leaf's own view of its ports (LLDP, status), for its uplinks; kept only whole."""
+        parsed: list[SwitchPorts] = []
+        for fname, cmd in PORT_COMMANDS.get(sw.os, ()):
+            result = self.switch_executor.run_cli(self.switch_targets[name], cmd, READ_TIMEOUT_S)
+            findings = []
+            subj = Subject(switch=name)
+            why: str | None = None
+            if not result.ran or result.rc != 0:
+                why = result.error or f"exit {result.rc}: {result.stderr.strip()[-300:]}"
+            else:
+                try:
+                    got = parse(PORTS_TOOL_OF[sw.os], result.stdout)
+                except ParseError as exc:
+                    why = str(exc)
+                else:
+                    if isinstance(got, SwitchPorts) and got.complete:
+                        parsed.append(got)
+                    else:
+                        why = "the output is cut; its uplinks are not judged"
+            if why is not None:
+                findings.append(Finding("SWP-006", Status.ERROR, subj, f"{name}: `{cmd}`: {why}"))
+            self._record(
+                f"switch/{name}/after/{fname}",
+                "switch",
+                None,
+                PORTS_TOOL_OF[sw.os],
+                result,
+                findings,
+            )
+            if why is not None:
+                return
+        self._switch_views[name] = port_views(parsed)
 
     def _judge_switch(
         self, name: str, before: Read | None, after: dict[str, PortSample], t1: float
@@ -133,6 +181,8 @@ class SwitchStage(StageBase):
             return  # a read that failed whole has its ERROR already (SWP-003/-004)
         phy = next(iter(self.profiles.values())).phy
         findings, reports = judge_switch(self.cluster, sw, ports, after, phy, t1 - t0)
+        if name in self._switch_views:
+            findings += judge_uplinks(self.cluster, sw, self._switch_views[name])
         meta = {
             "switch": name,
             "role": sw.role,
