@@ -417,7 +417,7 @@ def port_views(conf, switch, faults, rate_gbps=400):
     return out
 
 
-def _rate():
+def _port_gbps():
     try:
         with open(SCENARIO) as fh:
             return int((json.load(fh).get("hardware") or {}).get("rate_gbps", 400))
@@ -442,7 +442,7 @@ def run(switch, cmd):
     ports = {p: port_counters(conf, p) for p in conf["ports"]}
     words = cmd.split()
     if cmd.strip() in VIEWS.get(os_name, {}):
-        views = port_views(conf, switch, _faults(), _rate())
+        views = port_views(conf, switch, _faults(), _port_gbps())
         sys.stdout.write(VIEWS[os_name][cmd.strip()](views))
         return 0
     if os_name == "sonic":
