@@ -89,20 +89,29 @@ def _queue_drops(data: dict[str, Any]) -> dict[str, dict[str, int | None]]:
     return out
 
 
-def parse_eos_counters(text: str) -> EosCounters:
+def eos_json(text: str, what: str) -> dict[str, Any] | str:
+    """One EOS command's JSON object (``| json``, or the first of an eAPI ``result``); a
+    string saying why when the JSON was cut (it started as JSON and does not close)."""
     check_limits(text)
     if not text.strip():
-        raise ParseError("empty EOS counters output")
+        raise ParseError(f"empty EOS {what} output")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         if text.lstrip().startswith("{"):  # started as JSON: a cut read
-            return EosCounters("unknown", False, errors=(f"the JSON does not parse: {exc}",))
-        raise ParseError("EOS counters are read as JSON (`| json`): this is not JSON") from exc
+            return f"the JSON does not parse: {exc}"
+        raise ParseError(f"EOS {what} are read as JSON (`| json`): this is not JSON") from exc
     if isinstance(data, dict) and isinstance(data.get("result"), list) and data["result"]:
         data = data["result"][0]  # an eAPI response
     if not isinstance(data, dict):
-        raise ParseError("EOS counters JSON is an object")
+        raise ParseError(f"EOS {what} JSON is an object")
+    return data
+
+
+def parse_eos_counters(text: str) -> EosCounters:
+    data = eos_json(text, "counters")
+    if isinstance(data, str):
+        return EosCounters("unknown", False, errors=(data,))
     keys = [k for k in KINDS if k in data]
     if not keys:
         raise ParseError(f"none of {sorted(KINDS)} in the JSON: not an EOS counters command")

@@ -11,11 +11,11 @@ JSON that does not close (a cut read) is never complete.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
-from rackops.parsers._common import MAX_COUNT, ParseError, check_limits
+from rackops.parsers._common import MAX_COUNT, ParseError
+from rackops.parsers.eos_counters import eos_json
 from rackops.parsers.switch_ports import Neighbor, PortView, SwitchPorts
 
 _IF = re.compile(r"^[A-Za-z][A-Za-z0-9/._-]{0,63}$")
@@ -67,17 +67,9 @@ def _status(table: Any) -> SwitchPorts:
 
 
 def parse_eos_ports(text: str) -> SwitchPorts:
-    check_limits(text)
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        if text.lstrip().startswith("{"):  # started as JSON: a cut read
-            return SwitchPorts("unknown", False, errors=(f"the JSON does not parse: {exc}",))
-        raise ParseError("EOS port views are read as JSON (`| json`): this is not JSON") from exc
-    if isinstance(data, dict) and isinstance(data.get("result"), list) and data["result"]:
-        data = data["result"][0]  # an eAPI response
-    if not isinstance(data, dict):
-        raise ParseError("the EOS JSON is an object")
+    data = eos_json(text, "port views")
+    if isinstance(data, str):
+        return SwitchPorts("unknown", False, errors=(data,))
     if "lldpNeighbors" in data:
         return _lldp(data["lldpNeighbors"])
     if "interfaceStatuses" in data:
