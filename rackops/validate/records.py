@@ -19,7 +19,7 @@ import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from rackops.errors import ExitCode, InputError, RackopsError
 from rackops.scheduler.actions import NODE_RE
@@ -37,18 +37,7 @@ Kind = Literal[
     "switch",
     "fabric",
 ]
-KINDS: tuple[str, ...] = (
-    "node",
-    "unreachable",
-    "pair",
-    "snapshot",
-    "cabling",
-    "peers",
-    "nccl",
-    "fleet",
-    "switch",
-    "fabric",
-)
+KINDS: tuple[str, ...] = get_args(Kind)
 STATUSES = ("OK", "WARN", "FAIL", "ERROR")
 
 # what a name is: a letter or digit first (never '-', so never an option), then no space,

@@ -14,8 +14,7 @@ import os
 import sys
 import time
 
-from .ibdiag import ib_port, switch_guid, switch_lid
-from .node import Node
+from .ibdiag import host_links, switch_guid, switch_lid
 
 SPEED = {400: "106.25 Gbps", 200: "53.125 Gbps", 100: "25.78125 Gbps"}
 SPEED_NAME = {400: "NDR", 200: "HDR", 100: "EDR"}
@@ -23,18 +22,7 @@ SPEED_NAME = {400: "NDR", 200: "HDR", 100: "EDR"}
 
 def _plugs(scenario):
     """[(node, dev index, leaf, ib port)] for every cable in the fabric."""
-    names = sorted(scenario.get("nodes", {}), key=lambda n: scenario["nodes"][n].get("index", 0))
-    wiring = scenario.get("wiring") or {}
-    out = []
-    for n in names:
-        node = Node(scenario, n)
-        for i in range(node.hw["hcas"]):
-            plug = wiring.get(n, {}).get(str(i))
-            leaf, port = (
-                (plug[0], ib_port(plug[1], node.index)) if plug else ("leaf-r%d" % i, node.index)
-            )
-            out.append((node, i, leaf, port))
-    return out
+    return [(node, i, leaf, port) for leaf, port, node, i in host_links(scenario)]
 
 
 def _needs_ib(node, tool):

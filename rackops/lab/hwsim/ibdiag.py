@@ -108,7 +108,7 @@ def switch_guid(scenario, name):
     return "b83fd20300%06x" % (0xA000 + _number(scenario, name))
 
 
-def _host_links(scenario):
+def host_links(scenario):
     """[(leaf, IB port, node, HCA index)] for every host cable, as wired."""
     out = []
     wiring = scenario.get("wiring") or {}
@@ -128,7 +128,7 @@ def _host_links(scenario):
 def _rows(scenario):
     """switch -> IB port -> (neighbour GUID, its port, its LID, description, width, lane)."""
     rows = {s: {} for s in switches(scenario)}
-    for leaf, port, node, i in _host_links(scenario):
+    for leaf, port, node, i in host_links(scenario):
         dev = node.hcas()[i]
         state, _, rate, width = node.port(dev)
         if state != "Active":
@@ -242,7 +242,7 @@ def console(scenario, outdir):
     nsw = len(rows)
     hosts = {
         (h[2].name, h[3])
-        for h in _host_links(scenario)
+        for h in host_links(scenario)
         if h[2].port(h[2].hcas()[h[3]])[0] == "Active"
     }
     nodes = nsw + len(hosts)
