@@ -178,3 +178,58 @@ def test_a_hostile_read_is_refused_with_its_path(
     out, err = capsys.readouterr()
     assert "Traceback" not in out + err
     assert rc in (3, 64) and words in out + err, out + err
+
+
+def _write_views(root: Path, moved: tuple[str, str, str] | None = None) -> None:
+    """Every leaf's port views in the after read (its uplinks as designed; ``moved``: one
+    (leaf, uplink port, spine port it is really in))."""
+    for sw in CLUSTER.switches:
+        if not sw.uplinks:
+            continue
+        views = {
+            u.port: {"oper": "up", "speed": 400, "peer": [u.spine, u.spine_port]}
+            for u in sw.uplinks
+        }
+        if moved is not None and moved[0] == sw.name:
+            views[moved[1]]["peer"][1] = moved[2]
+        d = root / sw.name
+        if sw.os == "sonic":
+            (d / "lldp.txt").write_text(nos.sonic_lldp(views))
+            (d / "status.txt").write_text(nos.sonic_status(views, 9216))
+        elif sw.os == "cumulus":
+            (d / "interface.txt").write_text(nos.nvue_interfaces(views, 9216))
+        else:
+            (d / "lldp.json").write_text(nos.eos_ports(views, "lldp"))
+            (d / "status.json").write_text(nos.eos_ports(views, "status"))
+
+
+def test_saved_port_views_judge_every_uplink_and_name_a_moved_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _write(tmp_path / "before", 0, {})
+    _write(tmp_path / "after", 1, {})
+    leaf = next(s for s in CLUSTER.switches if s.os == "cumulus" and s.uplinks)
+    up = leaf.uplinks[0]
+    _write_views(tmp_path / "after", (leaf.name, up.port, "swp99"))
+    rc = _cli(tmp_path, "--interval-s", "600", "--format", "json")
+    report = _report(capsys)
+    codes = [f["code"] for f in report["findings"] if f["code"].startswith("ISL-")]
+    assert len(codes) == sum(len(s.uplinks) for s in CLUSTER.switches)
+    (bad,) = [f for f in report["findings"] if f["status"] != "OK"]
+    assert rc == 2 and bad["code"] == "ISL-MISCABLED"
+    assert bad["subject"]["switch"] == leaf.name and bad["subject"]["switch_port"] == up.port
+    assert "port swp99" in bad["message"]
+
+
+def test_a_cut_port_view_is_an_error_not_a_pass(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _write(tmp_path / "before", 0, {})
+    _write(tmp_path / "after", 1, {})
+    _write_views(tmp_path / "after")
+    leaf = next(s for s in CLUSTER.switches if s.os == "sonic" and s.uplinks)
+    lldp = tmp_path / "after" / leaf.name / "lldp.txt"
+    lldp.write_text(lldp.read_text().rsplit("-" * 50, 1)[0])  # the footer is gone
+    rc = _cli(tmp_path, "--interval-s", "600", "--format", "json")
+    errors = [f for f in _report(capsys)["findings"] if f["status"] == "ERROR"]
+    assert rc == 3 and any("lldp.txt" in f["message"] and "cut" in f["message"] for f in errors)

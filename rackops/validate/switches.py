@@ -4,7 +4,10 @@
 A read of one switch is a directory of its outputs, ``<dir>/<switch>/<file>``: any of the
 NOS's counter commands, each file one command's output as the switch printed it. SONiC and
 EOS print every port in one output; NVUE prints one interface, so an NVUE file is named for
-its interface first (``swp5.counters.txt``, ``swp5.roce.json``). The directories are
+its interface first (``swp5.counters.txt``, ``swp5.roce.json``). A leaf's port views in the
+after directory — ``lldp.*`` and ``status.*`` (SONiC ``show lldp table`` / ``show interfaces
+status``, EOS's ``| json``), ``interface.*`` (NVUE ``nv show interface``) — judge its uplinks
+(neighbour, speed) as a run does. The directories are
 untrusted: a switch name not in the inventory, a file name no port has, a symlink, a file over
 the parsers' size limit or more files than a switch has ports is refused with its path.
 """
@@ -18,11 +21,12 @@ from statistics import median
 from typing import Any
 
 from rackops.checks.phy import PortReport, PortSample
-from rackops.checks.switchports import judge_switch, samples
+from rackops.checks.switchports import judge_switch, judge_uplinks, port_views, samples
 from rackops.errors import InputError, RackopsError
 from rackops.findings import Finding, Status, Subject
 from rackops.inventory.model import Cluster, Switch
 from rackops.parsers._common import MAX_INPUT_CHARS, ParseError
+from rackops.parsers.switch_ports import SwitchPorts
 from rackops.profiles import PhyThresholds
 from rackops.tools import parse
 from rackops.validate.rundir import read_regular
@@ -39,6 +43,11 @@ class SwitchRead:
     ports: dict[str, PortSample] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     mtimes: list[float] = field(default_factory=list)
+    views: list[SwitchPorts] = field(default_factory=list)  # lldp / status / interface files
+
+
+# a saved read's port-view files, by stem: what the switch says is at each port
+VIEW_STEMS = {"sonic": ("lldp", "status"), "eos": ("lldp", "status"), "cumulus": ("interface",)}
 
 
 def _nvue_port(sw: Switch, name: str) -> str | None:
@@ -69,6 +78,9 @@ def read_switch(sw: Switch, d: Path, roce_priority: int) -> SwitchRead:
     for f in files:
         if not _FILE.match(f.name):
             raise InputError(f"{f}: not a file name rackops reads (letters, digits, . _ : -)")
+        if f.name.split(".", 1)[0] in VIEW_STEMS.get(sw.os, ()):
+            _read_view(sw, d, f, read)
+            continue
         port = ""
         if sw.os == "cumulus" and (port := _nvue_port(sw, f.name) or "") == "":
             read.problems.append(
@@ -91,6 +103,19 @@ def read_switch(sw: Switch, d: Path, roce_priority: int) -> SwitchRead:
         read.problems.append(f"{d}: no saved output for {sw.name}")
     read.ports = samples(sw, outputs, roce_priority)
     return read
+
+
+def _read_view(sw: Switch, d: Path, f: Path, read: SwitchRead) -> None:
+    try:
+        text = read_regular(d, f, MAX_INPUT_CHARS).decode("utf-8", errors="replace")
+        got = parse(PORTS_TOOL_OF[sw.os], text)
+    except (RackopsError, OSError) as exc:  # a damaged or unreadable view is a problem
+        read.problems.append(f"{f}: {exc}")
+        return
+    if not isinstance(got, SwitchPorts) or not got.complete:
+        read.problems.append(f"{f}: the output is cut; the uplinks are not judged from it")
+        return
+    read.views.append(got)
 
 
 def judge_reads(
@@ -122,6 +147,8 @@ def judge_reads(
             dt = median(a.mtimes) - median(b.mtimes) if a.mtimes and b.mtimes else 0.0
         found, rep = judge_switch(cluster, sw, b.ports, a.ports, phy, max(dt, 0.0))
         findings += found
+        if a.views and sw.uplinks and not a.problems:  # the after read says what is there
+            findings += judge_uplinks(cluster, sw, port_views(a.views))
         reports.update({(sw.name, p): r for p, r in rep.items()})
     if not findings:
         raise InputError(f"no switch of the inventory has a read in both {before} and {after}")
@@ -180,7 +207,7 @@ READ_TIMEOUT_S = 60.0
 # pair rounds, to judge its uplinks against the design: (file name, command line)
 PORT_COMMANDS: dict[str, tuple[tuple[str, str], ...]] = {
     "sonic": (("lldp", "show lldp table"), ("status", "show interfaces status")),
-    "cumulus": (("interfaces", "nv show interface"),),
+    "cumulus": (("interface", "nv show interface"),),
     "eos": (
         ("lldp", "show lldp neighbors | json"),
         ("status", "show interfaces status | json"),
