@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from rackops.findings import Finding
+from rackops.findings import Finding, Status, Subject
 from rackops.inventory.model import Cluster
 from rackops.profiles import Profile
 from rackops.suites import Suite
@@ -59,3 +59,18 @@ class StageBase:
         output = self.rundir.save_output(step_id, result) if result is not None else {}
         findings_json = [f.as_dict() for f in findings]
         self.rundir.append(Record(step_id, kind, node, tool, findings_json, meta or {}, output))
+
+
+def resumed_warning(code: str, what: str, earlier: int) -> Finding:
+    """A resumed run's fabric reads bracket only the pair tests left: the traffic of the
+    ``earlier`` ones done before the resume is not in their deltas."""
+    return Finding(
+        code,
+        Status.WARN,
+        Subject(),
+        f"{what} around this invocation's pair tests only: {earlier} were done before the "
+        "resume, and an error that grew during those is not counted (a clean switch port is "
+        "not proven clean)",
+        remediation="run the validation again from the start to judge the fabric on all of "
+        "its traffic",
+    )

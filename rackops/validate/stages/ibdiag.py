@@ -33,7 +33,7 @@ from rackops.parsers._common import ParseError
 from rackops.parsers.perfquery import PerfQuery
 from rackops.tools import parse
 from rackops.validate.plan import Plan
-from rackops.validate.stages.base import StageBase
+from rackops.validate.stages.base import StageBase, resumed_warning
 
 # each sweep writes into its own directory, made private (0700) by mktemp on the sweep node
 # and removed after: no other user's files are read as the sweep's
@@ -71,16 +71,8 @@ class IbdiagStage(StageBase):
         if "fabric/sm" not in done:
             self._record("fabric/sm", "fabric", None, "ibdiagnet", None, judge_sm(sweep))
         if getattr(self, "_sweep_pairs_done", 0):
-            finding = Finding(
-                "IBF-RESUMED",
-                Status.WARN,
-                Subject(),
-                f"the fabric was swept around this invocation's pair tests only: "
-                f"{self._sweep_pairs_done} were done before the resume, and a switch-port "
-                "error that grew during those is not counted (a clean port is not proven clean)",
-                remediation="run the validation again from the start to judge the fabric on "
-                "all of its traffic",
-            )
+            n = self._sweep_pairs_done
+            finding = resumed_warning("IBF-RESUMED", "the fabric was swept", n)
             self._record("fabric/resumed", "fabric", None, "ibdiagnet", None, [finding])
         before = getattr(self, "_sweep_before", None)
         isls = judge_isls(self.cluster, sweep.dump) if sweep.dump is not None else {}

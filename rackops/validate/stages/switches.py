@@ -22,7 +22,7 @@ from rackops.findings import Finding, Status, Subject
 from rackops.parsers._common import ParseError
 from rackops.parsers.switch_ports import PortView, SwitchPorts
 from rackops.tools import parse
-from rackops.validate.stages.base import StageBase
+from rackops.validate.stages.base import StageBase, resumed_warning
 from rackops.validate.switches import (
     PORT_COMMANDS,
     PORTS_TOOL_OF,
@@ -69,16 +69,7 @@ class SwitchStage(StageBase):
 
     def _resumed_warning(self, earlier: int) -> None:
         """A resumed run's switch deltas miss the traffic of the pair tests done before."""
-        finding = Finding(
-            "SWP-005",
-            Status.WARN,
-            Subject(),
-            f"the switches' counters were read around this invocation's pair tests only: "
-            f"{earlier} were done before the resume, and an error that grew during those is "
-            "not counted (a clean switch port is not proven clean)",
-            remediation="run the validation again from the start to judge the fabric on all "
-            "of its traffic",
-        )
+        finding = resumed_warning("SWP-005", "the switches' counters were read", earlier)
         self._record("switch/resumed", "switch", None, "switch-counters", None, [finding])
 
     def _read_switch(self, name: str, phase: str) -> Read:
