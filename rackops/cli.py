@@ -590,9 +590,10 @@ def _add_lab(sub: Any) -> None:
     labp.add_argument("--scenario", help="YAML file: hardware per node and injected faults")
     labp.add_argument(
         "--engine",
-        choices=("podman", "docker", "nspawn"),
+        choices=("podman", "docker", "nspawn", "vm"),
         default="podman",
-        help="nspawn: systemd-nspawn targets, systemd as PID 1, per-target net.* sysctls",
+        help="nspawn: systemd-nspawn targets, systemd as PID 1, per-target net.* sysctls; "
+        "vm: QEMU VMs on their own kernel (1 to 4; NUMA, real IRQs, Soft-RoCE rails)",
     )
     labp.add_argument(
         "--systemd",

@@ -9,6 +9,7 @@ from typing import Any
 
 import yaml
 
+from rackops.lab import vm
 from rackops.lab.model import LabNode, LabState
 from rackops.lab.repo import HW_ROOT
 
@@ -130,6 +131,24 @@ def _connection_vars(state: LabState) -> dict[str, Any]:
             f"-o ControlMaster=auto -o ControlPersist=60s -o ControlPath={state.workdir}/cm-%C"
         ),
         "rackops_lab": True,
+        **(_vm_vars() if state.engine == "vm" else _container_vars(state)),
+    }
+
+
+def _vm_vars() -> dict[str, Any]:
+    """A VM lab node: its own kernel, so every setting is applied for real; the inbox RDMA
+    stack (Soft-RoCE) and no GPU, so only the host tuning roles run."""
+    return {
+        "rackops_apply_runtime": True,
+        "rackops_nvidia_stack": False,  # no OFED, driver, GPU Operator prerequisites, mlnx_qos
+        # the kernel command line (1 GiB pages at boot) takes a reboot: the role does it
+        "rackops_reboot_allowed": True,
+    }
+
+
+def _container_vars(state: LabState) -> dict[str, Any]:
+    """A container lab node: the simulated hardware's files, this machine's kernel."""
+    return {
         **(
             {
                 # `lab up --slurm`: the nodes are in the lab's Slurm (lab/slurm.py)
@@ -188,7 +207,7 @@ def _switches(state: LabState) -> dict[str, Any]:
     where = {n.name: rack_of(n.index, len(nodes), racks) for n in nodes}
     oses = ("mlnx_os",) if ib else tuple(dict.fromkeys(LEAF_OS))
     leaves: dict[str, dict[str, Any]] = {o: {"hosts": {}} for o in oses}
-    for r in range(RAILS):
+    for r in range(state.rails):
         for k in range(1, racks + 1) if racks > 1 else (0,):
             here = [where[n.name][1] for n in nodes if where[n.name][0] == k]
             leaf: dict[str, Any] = {
@@ -214,7 +233,9 @@ def _switches(state: LabState) -> dict[str, Any]:
         leaves["eos"]["vars"]["rackops_switch_mtu"] = 9214
     if racks > 1:
         leaves["spines"] = {
-            "hosts": {spine_name(r): {"ansible_host": f"198.19.1.{100 + r}"} for r in range(RAILS)},
+            "hosts": {
+                spine_name(r): {"ansible_host": f"198.19.1.{100 + r}"} for r in range(state.rails)
+            },
             "vars": {
                 **_switch_connection(state),
                 "rackops_switch_os": "mlnx-os" if ib else "sonic",
@@ -227,6 +248,12 @@ def _switches(state: LabState) -> dict[str, Any]:
             if name in state.switch_ssh:
                 host.update(ansible_host="127.0.0.1", ansible_port=state.switch_ssh[name])
     return {"vars": {"rackops_switch_role": "leaf"}, "children": leaves}
+
+
+def _profile(state: LabState) -> str:
+    if state.engine == "vm":
+        return "lab-vm-rxe"
+    return "h100-sxm-ndr" if state.ib else "h100-sxm-roce400"
 
 
 def _switch_connection(state: LabState) -> dict[str, Any]:
@@ -245,15 +272,16 @@ def write_inventory(state: LabState, dest: Path) -> None:
     where = {n.name: rack_of(n.index, len(nodes), state.racks) for n in nodes}
     _dump(
         dest / "hosts.yml",
-        "The lab rack: containers reached over SSH on loopback ports.",
+        "The lab rack: VMs on their own kernels, reached over SSH on the lab's management"
+        " bridge."
+        if state.engine == "vm"
+        else "The lab rack: containers reached over SSH on loopback ports.",
         {
             "all": {
                 "children": {
                     "gpu_nodes": {
                         "hosts": hosts,
-                        "vars": {
-                            "rackops_profile": "h100-sxm-ndr" if state.ib else "h100-sxm-roce400"
-                        },
+                        "vars": {"rackops_profile": _profile(state)},
                     },
                     "switches": _switches(state),
                 }
@@ -267,15 +295,15 @@ def write_inventory(state: LabState, dest: Path) -> None:
             {
                 "rackops_hcas": [
                     {
-                        "device": f"mlx5_{r}",
-                        "netdev": netdev(r),
+                        "device": vm.rxe(r) if state.engine == "vm" else f"mlx5_{r}",
+                        "netdev": vm.netdev(r) if state.engine == "vm" else netdev(r),
                         "rail": r,
                         "gpu": r,
                         "switch": leaf_name(r, where[n.name][0]),
                         "port": leaf_port(r, where[n.name][1], state.ib),
                         "address": n.rails[r],
                     }
-                    for r in range(RAILS)
+                    for r in range(state.rails)
                 ]
             },
         )
@@ -294,12 +322,17 @@ def write_inventory(state: LabState, dest: Path) -> None:
         "How Ansible reaches the lab targets.",
         _connection_vars(state),
     )
+    pages = 1 if state.engine == "vm" else 2  # a VM has 1.5 GiB per NUMA node
     _dump(
         dest / "group_vars" / "gpu_nodes" / "tuning.yml",
-        "Host tuning of the lab nodes: 2 x 1 GiB pages per NUMA node, NIC IRQs pinned.",
+        f"Host tuning of the lab nodes: {pages} x 1 GiB pages per NUMA node, NIC IRQs pinned.",
         {
             "rackops_host_tuning": {
-                "hugepages": {"size_kb": 1048576, "per_node": {0: 2, 1: 2}, "max_ram_pct": 50},
+                "hugepages": {
+                    "size_kb": 1048576,
+                    "per_node": {0: pages, 1: pages},
+                    "max_ram_pct": 70 if state.engine == "vm" else 50,
+                },
                 "irq_affinity": True,
                 "irqbalance": "ban",
             }

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from rackops.inventory.model import Versions
-from rackops.lab import lldp, nspawn, spines
+from rackops.lab import lldp, nspawn, spines, vm, vmimage
 from rackops.lab import slurm as lab_slurm
 from rackops.lab import switches as lab_switches
 from rackops.lab.engine import LABEL, Engine, LabError
@@ -227,6 +227,7 @@ def up(
     if LabState.load(wd) is not None:
         raise LabError(f"a lab is already up in {wd}; run `rackops lab down` first")
     spec = load_scenario(scenario)
+    spec.refuse_engine(engine_name)
     names = [f"node{i:02d}" for i in range(1, nodes + 1)]
     unknown = sorted(set(spec.nodes) - set(names))
     if unknown:
@@ -234,6 +235,8 @@ def up(
             f"scenario names {', '.join(unknown)}, but the lab has {names[0]}.."
             f"{names[-1]}; raise --nodes or fix the scenario"
         )
+    if engine_name == "vm":
+        return _up_vm(wd, spec, names, Path(inventory).resolve(), suite, versions, log)
     engine = Engine("podman" if nspawn_engine else engine_name, wd)
     if nspawn_engine:
         _refuse_subnet_in_use(f"{nspawn.MGMT}.0/24")
@@ -297,6 +300,64 @@ def up(
     return state
 
 
+def _up_vm(
+    wd: Path,
+    spec: Scenario,
+    names: list[str],
+    inventory: Path,
+    suite: str,
+    versions: Versions,
+    log: list[str],
+) -> LabState:
+    """``--engine vm``: QEMU VMs on the image's own kernel (lab/vm.py), Soft-RoCE rails."""
+    _refuse_subnet_in_use(f"{vm.MGMT}.0/24")
+    base = vmimage.build_image(_cache_dir(wd), suite, log, vm.accel())
+    key = _keys(wd)
+    state = LabState(
+        lab=PREFIX,
+        engine="vm",
+        workdir=wd,
+        image=str(base),
+        systemd=True,
+        inventory=inventory,
+        key=key,
+        networks=[],
+        versions=versions.model_dump(exclude_none=True),
+        rails=vm.RAILS,
+    )
+    for i, name in enumerate(names, 1):
+        ip = f"{vm.MGMT}.{10 + i}"
+        rails = {r: f"{RAIL_NET}.{r}.{10 + i}" for r in range(vm.RAILS)}
+        started = name not in spec.nodes or not spec.nodes[name].unreachable
+        state.nodes.append(LabNode(name, i, "", 22, ip, rails, started=started, ssh_host=ip))
+        if not started:
+            log.append(f"{name}: not started (scenario: unreachable)")
+    state.save()  # from here on, `down` can clean up whatever exists
+    try:
+        began = time.monotonic()
+        vm.start(state, base, key.with_suffix(".pub").read_text(), spec, SWITCH_MTU)
+        deadline = time.monotonic() + vm.BOOT_TIMEOUT_S
+        for node in state.nodes:
+            if node.started and not _wait_ssh(22, deadline, node.ssh_host):
+                raise LabError(
+                    f"{node.name}: no SSH banner on {node.ssh_host}:22 within "
+                    f"{vm.BOOT_TIMEOUT_S} s; see {wd / 'vm' / (node.name + '.log')}"
+                )
+        log.append(
+            f"{sum(n.started for n in state.nodes)} VMs ({vm.accel()}) answering SSH in "
+            f"{time.monotonic() - began:.0f} s"
+        )
+    except BaseException:
+        try:
+            down(workdir=str(wd))
+        except LabError as exc:
+            log.append(f"cleaning up the failed start: {exc}")
+        raise
+    write_inventory(state, state.inventory)
+    log.append(f"inventory: {state.inventory}")
+    return state
+
+
 def _fabric_up(engine: Engine, state: LabState, wires: Wiring, log: list[str]) -> None:
     """The cables as really wired, the spine tier (racks), LLDP on the leaves, the switches
     as SSH targets (racks)."""
@@ -344,6 +405,13 @@ def _refuse_options(nodes: int, engine_name: str, systemd: bool, slurm: bool) ->
         raise LabError("--slurm needs --engine nspawn (slurmd and munge run under systemd)")
     if slurm and (why := lab_slurm.python_matches()):
         raise LabError(f"--slurm: node-check runs on the targets' CPython 3.11, but {why}")
+    if engine_name == "vm" and not 1 <= nodes <= vm.MAX_NODES:
+        raise LabError(
+            f"--nodes {nodes}: a VM lab has 1 to {vm.MAX_NODES} VMs "
+            f"({vm.MEMORY_MB // 1024} GiB each, emulated CPUs)"
+        )
+    if engine_name == "vm" and (systemd or slurm):
+        raise LabError("--systemd and --slurm are container-lab options: a VM runs systemd anyway")
     if engine_name == "nspawn" and shutil.which("systemd-nspawn") is None:
         raise LabError("--engine nspawn needs systemd-nspawn: apt-get install systemd-container")
 
@@ -718,7 +786,8 @@ def down(*, workdir: str | None = None, purge: bool = False) -> list[str]:
     if not wd.is_dir():
         return []  # no lab was ever brought up here
     state = LabState.load(wd)
-    removed = lldp.stop(wd)
+    removed = vm.down(state)
+    removed += lldp.stop(wd)
     removed += lab_slurm.stop(wd)
     removed += spines.down()
     # an nspawn lab builds its image with podman: both are swept, whatever state says

@@ -39,6 +39,7 @@ class LabState:
     racks: int = 1  # > 1: a spine tier joins the racks' leaves (lab/spines.py)
     switch_ssh: dict[str, int] = field(default_factory=dict)  # switch -> its SSH port
     ib: bool = False  # an InfiniBand lab (scenario hardware.link_layer: InfiniBand)
+    rails: int = 8  # HCAs (and leaves) per node: 8 in containers, 2 in VMs (lab/vm.py)
 
     def save(self) -> None:
         data = asdict(self)

@@ -14,6 +14,10 @@ applies, and shows in hwsim's outputs there and nowhere else::
           - {kind: miscabled, hca: mlx5_2, swap_with: node03}  # the two cables swapped
           - {kind: symbol_errors, hca: mlx5_4, ber: 1.0e-9}   # errors grow with traffic
       node04: {unreachable: true}
+      node05:                          # --engine vm only: the kernel's own faults
+        vm:
+          - {kind: numa_memory, numa_node: 1, memory_mb: 768}  # no room for a 1 GiB page
+          - {kind: irq_pinned, rail: 1, cpus: "0"}   # a boot script pins IRQs off-node
     fabric:                                                # a lab with --racks
       faults:
         - {kind: isl_errors, switch: leaf2-r3, per_packets: 10}    # a dirty uplink optic
@@ -173,10 +177,40 @@ class Fault(_F):
         return self
 
 
+class VmFault(_F):
+    """A fault of a VM lab node (``--engine vm``), in its real kernel: where a container
+    lab can only simulate the file, here the kernel itself gets it wrong."""
+
+    kind: Literal["numa_memory", "irq_pinned"]
+    numa_node: Literal[0, 1] | None = Field(
+        default=None, description="numa_memory: the NUMA node given less memory"
+    )
+    memory_mb: int | None = Field(
+        default=None, ge=256, le=2816, description="numa_memory: that node's memory"
+    )
+    rail: int | None = Field(default=None, ge=0, le=1, description="irq_pinned: the rail NIC")
+    cpus: str | None = Field(
+        default=None,
+        pattern=r"^\d{1,3}(?:-\d{1,3})?(?:,\d{1,3}(?:-\d{1,3})?){0,15}$",
+        description="irq_pinned: the CPU list its completion IRQs are pinned to at boot",
+    )
+
+    @model_validator(mode="after")
+    def _complete(self) -> VmFault:
+        need = {"numa_memory": ("numa_node", "memory_mb"), "irq_pinned": ("rail", "cpus")}
+        missing = [k for k in need[self.kind] if getattr(self, k) is None]
+        if missing:
+            raise ValueError(f"vm fault {self.kind} needs {', '.join(missing)}")
+        return self
+
+
 class NodeSpec(_F):
     hardware: dict[str, Any] = Field(default_factory=dict)
     faults: tuple[Fault, ...] = ()
     unreachable: bool = False
+    # a VM lab's faults (--engine vm): the kernel's own, e.g. a hugepage pool it could not
+    # fill on a NUMA node short of memory, or IRQs a boot script pins off the NIC's node
+    vm: tuple[VmFault, ...] = ()
 
 
 ISL_KINDS = ("isl_errors", "isl_rate", "isl_miscabled")
@@ -232,6 +266,25 @@ class Scenario(_F):
                 "hardware.link_layer: InfiniBand"
             )
         return self
+
+    def refuse_engine(self, engine: str) -> None:
+        """Faults the engine cannot show are refused, not ignored: a VM lab runs no hwsim
+        (its RDMA is the kernel's Soft-RoCE), a container lab has no kernel of its own."""
+        for name, node in sorted(self.nodes.items()):
+            if engine == "vm" and (node.faults or node.hardware):
+                raise InventoryError(
+                    f"nodes.{name}: faults and hardware are the simulated hardware's, which a "
+                    "VM lab does not run; use vm: [...] faults (numa_memory, irq_pinned)"
+                )
+            if engine != "vm" and node.vm:
+                raise InventoryError(
+                    f"nodes.{name}.vm: VM faults need --engine vm (a container shares this "
+                    "machine's kernel)"
+                )
+        if engine == "vm" and (self.fabric.faults or self.hardware or self.formats):
+            raise InventoryError(
+                "a VM lab takes node vm: faults only (no hardware, formats or fabric faults)"
+            )
 
     @property
     def ib(self) -> bool:

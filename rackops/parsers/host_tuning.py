@@ -30,12 +30,17 @@ echo "# rackops host-tuning 1"
 for nd in "$@"; do
   echo "mtu $nd $(cat /sys/class/net/$nd/mtu 2>/dev/null || echo -)"
   d=$r/sys/class/net/$nd
+  # the PCI function: the netdev's device, or its parent where that is a virtio device
+  p=$d/device; [ -d "$p/msi_irqs" ] || [ ! -d "$p/../msi_irqs" ] || p=$p/..
   for f in "$d"/ecn/roce_np/enable/* "$d"/ecn/roce_rp/enable/* "$d"/ecn/roce_np/cnp_dscp \
-      "$d"/ecn/roce_np/cnp_802p_prio "$d"/device/numa_node "$d"/device/local_cpulist; do
+      "$d"/ecn/roce_np/cnp_802p_prio; do
     [ -r "$f" ] && echo "sys $nd ${f#$d/} $(cat "$f")"
   done
-  if [ -d "$d/device/msi_irqs" ]; then
-    for irq in $(ls "$d/device/msi_irqs" | sort -n); do
+  for f in numa_node local_cpulist; do
+    [ -r "$p/$f" ] && echo "sys $nd device/$f $(cat "$p/$f")"
+  done
+  if [ -d "$p/msi_irqs" ]; then
+    for irq in $(ls "$p/msi_irqs" | sort -n); do
       echo "irq $nd $irq $(cat "$r/proc/irq/$irq/smp_affinity_list" 2>/dev/null || echo -)"
     done
   fi
