@@ -322,7 +322,7 @@ def write_inventory(state: LabState, dest: Path) -> None:
         "How Ansible reaches the lab targets.",
         _connection_vars(state),
     )
-    pages = 1 if state.engine == "vm" else 2  # a VM has 1.5 GiB per NUMA node
+    pages = 1 if state.engine == "vm" else 2  # a VM has 2 GiB per NUMA node
     _dump(
         dest / "group_vars" / "gpu_nodes" / "tuning.yml",
         f"Host tuning of the lab nodes: {pages} x 1 GiB pages per NUMA node, NIC IRQs pinned.",

@@ -786,8 +786,12 @@ def down(*, workdir: str | None = None, purge: bool = False) -> list[str]:
     if not wd.is_dir():
         return []  # no lab was ever brought up here
     state = LabState.load(wd)
-    removed = vm.down(state)
-    removed += lldp.stop(wd)
+    if state is not None and state.engine == "vm":  # no container, network or daemon
+        removed = vm.down(state)
+        for path in (wd / "state.json", wd / "scenario.json", *wd.glob("cm-*")):
+            path.unlink(missing_ok=True)
+        return removed
+    removed = lldp.stop(wd)
     removed += lab_slurm.stop(wd)
     removed += spines.down()
     # an nspawn lab builds its image with podman: both are swept, whatever state says

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol
 
-from rackops.lab import nspawn
+from rackops.lab import nspawn, vm
 from rackops.lab.engine import Engine
 from rackops.lab.model import LabNode, LabState
 
@@ -58,8 +58,21 @@ class NspawnTargets:
         return nspawn.down(self.state)
 
 
+class VmTargets:
+    def __init__(self, state: LabState) -> None:
+        self.state = state
+
+    def run_state(self, node: LabNode) -> str:
+        return "running" if vm.alive(node.container) else "missing"
+
+    def remove(self, prefix: str) -> list[str]:
+        return vm.down(self.state)
+
+
 def targets_of(state: LabState, workdir: Path) -> Targets:
     """The targets of a lab that is up, by the engine that started them."""
     if state.engine == "nspawn":
         return NspawnTargets(state)
+    if state.engine == "vm":
+        return VmTargets(state)
     return PodmanTargets(workdir, state.engine)

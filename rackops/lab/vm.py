@@ -40,7 +40,9 @@ MGMT = "198.19.128"
 PREFIX = "rvl"
 BRIDGE_MGMT = f"{PREFIX}-mgmt"
 RAILS = 2  # rail R's NIC is ethR+1 on NUMA node R
-MEMORY_MB = 3072  # split evenly between the two NUMA nodes
+MEMORY_MB = 6144  # split evenly between the two NUMA nodes: a 1 GiB page needs an
+# aligned, whole GiB on its node that early boot left free (its allocations go top-down,
+# and the BIOS, the kernel and the PCI hole cut the low GiBs): 2 GiB per node is not enough
 CPUS = 2  # one per NUMA node
 QUEUES = 2  # virtio-net queue pairs per rail NIC (one MSI-X vector each, plus config)
 LINK_SPEED_MBPS = 100_000  # what the virtio NIC reports, and rxe derives its rate from
@@ -278,7 +280,7 @@ def start(state: LabState, base: Path, pubkey: str, spec: Scenario, mtu: int) ->
         state.save()  # `down` can find it from here on
 
 
-def _alive(pid: str) -> bool:
+def alive(pid: str) -> bool:
     if not pid.isdigit():
         return False
     try:
@@ -309,7 +311,7 @@ def down(state: LabState | None) -> list[str]:
     if state is None or state.engine != "vm":
         return []
     removed = []
-    pids = set(_qemu_pids()) | {int(n.container) for n in state.nodes if _alive(n.container)}
+    pids = set(_qemu_pids()) | {int(n.container) for n in state.nodes if alive(n.container)}
     for pid in sorted(pids):
         try:
             os.kill(pid, signal.SIGTERM)
@@ -317,7 +319,7 @@ def down(state: LabState | None) -> list[str]:
         except ProcessLookupError:
             continue
     deadline = time.monotonic() + 20
-    while any(Path(f"/proc/{p}").exists() and _alive(str(p)) for p in pids):
+    while any(Path(f"/proc/{p}").exists() and alive(str(p)) for p in pids):
         if time.monotonic() > deadline:
             for p in pids:
                 _kill(p)
