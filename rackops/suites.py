@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from rackops import data
 from rackops.errors import ProfileError
@@ -45,12 +45,32 @@ class PerftestBwParams(_Strict):
         return _one_of(v, perftest.BW)
 
     message_size_bytes: int = Field(gt=0, description="the size the verdict is taken at")
-    duration_s: int = Field(gt=0)
+    duration_s: int | None = Field(default=None, gt=0, description="-D: seconds per test")
+    iterations: int | None = Field(
+        default=None,
+        gt=0,
+        le=10_000_000,
+        description="-n: this many messages instead of a duration; the run times itself, "
+        "where duration mode's timer can sample nothing (emulated CPUs, the VM lab)",
+    )
     qps: int = Field(ge=1, le=64)
     bidirectional: bool = False
     pairing: Literal["full", "sample", "suspects"] = "full"
     repeats: int = Field(ge=1, le=10, default=1)
     timeout_s: int = Field(gt=0)
+
+    @model_validator(mode="after")
+    def _one_length(self) -> PerftestBwParams:
+        if (self.duration_s is None) == (self.iterations is None):
+            raise ValueError("give exactly one of duration_s (-D) or iterations (-n)")
+        return self
+
+    @property
+    def expected_s(self) -> float:
+        """About how long one test runs (for the plan's estimate)."""
+        if self.duration_s is not None:
+            return float(self.duration_s)
+        return 2.0 + (self.iterations or 0) * self.message_size_bytes * 8 / 100e9
 
 
 class PerftestLatParams(_Strict):

@@ -187,6 +187,8 @@ VERDICTS = {
     "perftest/write-bw-truncated-no-close": "ERROR",
     "perftest/write-lat-ndr": "OK",
     "perftest/write-lat-slow-link": "FAIL",
+    "perftest/write-lat-rxe-nan-stdev": "FAIL",  # 13 ms over emulated CPUs, a 2.5 us profile
+    "perftest/write-lat-rxe-server-inf": "ERROR",  # no statistic: never OK
     "nccl-tests/all-reduce-h100x8-2025-healthy": "ERROR",  # rows cut out
     "nccl-tests/all-reduce-h100x8-degraded-busbw": "ERROR",  # rows cut out
     "nccl-tests/all-reduce-wrong-results": "ERROR",  # rows cut out

@@ -24,7 +24,7 @@ def _node(i: int = 1) -> LabNode:
     return LabNode(f"node{i:02d}", i, "", 22, ip, rails, ssh_host=ip)
 
 
-def _args(memory: tuple[int, int] = (2048, 2048)) -> list[str]:
+def _args(memory: tuple[int, int] = (3072, 3072)) -> list[str]:
     p = Path("/x")
     return vm.qemu_args(_node(), p / "d.qcow2", p / "i", p / "l", p / "p", memory)
 
@@ -46,9 +46,9 @@ def test_two_numa_nodes_and_a_nic_per_rail_on_its_own_node() -> None:
 def test_a_numa_memory_fault_shrinks_that_node() -> None:
     spec = NodeSpec.model_validate({"vm": [{"kind": "numa_memory", "numa_node": 1, "memory_mb": 768}]})
     mem = vm.numa_memory(spec)
-    assert mem == (2048, 768)
+    assert mem == (3072, 768)
     args = " ".join(_args(mem))
-    assert "memory-backend-ram,id=mem1,size=768M" in args and "-m 2816" in args
+    assert "memory-backend-ram,id=mem1,size=768M" in args and "-m 3840" in args
 
 
 def test_the_boot_script_names_nics_by_mac_and_adds_rxe() -> None:

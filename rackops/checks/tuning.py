@@ -29,7 +29,8 @@ def designed_mtu(node: Node, cluster: Cluster) -> int:
 def check_host_tuning(parsed: HostTuning, node: Node, cluster: Cluster) -> list[Finding]:
     out: list[Finding] = []
     mtu = designed_mtu(node, cluster)
-    roce = cluster.fabric.roce if cluster.fabric.type == "roce" else None
+    # the host's DCQCN/CNP sysfs is mlx5's, set by roce_host_qos: not on an inbox-RDMA node
+    roce = cluster.fabric.roce if cluster.fabric.type == "roce" and node.nvidia_stack else None
     for h in node.hcas:
         subj = Subject(node=node.name, hca=h.device, port=1, switch=h.switch, switch_port=h.port)
         nd = parsed.netdevs.get(h.netdev)

@@ -82,6 +82,7 @@ NODE_VARS = {
     "qos": "rackops_host_qos",
     "tuning": "rackops_host_tuning",
     "hw_root": "rackops_hw_root",
+    "nvidia_stack": "rackops_nvidia_stack",
 }
 SWITCH_VARS = {
     "address": "ansible_host",
@@ -599,6 +600,7 @@ def _build_node(
         "qos": v.get("rackops_host_qos") or {},
         "tuning": v.get("rackops_host_tuning") or {},
         "hw_root": v.get("rackops_hw_root") or "",
+        "nvidia_stack": v.get("rackops_nvidia_stack", True),
     }
     return _validate(Node, data, hv=hv, var_of=NODE_VARS, subject=name, diagnostics=diagnostics)
 

@@ -188,6 +188,9 @@ class Node(_Frozen):
     qos: HostQos = HostQos()
     tuning: HostTuning = HostTuning()
     hw_root: str = Field(default="", pattern=r"^(/[A-Za-z0-9_.-]+)*$")
+    # false: the distribution's inbox RDMA stack, no DOCA-OFED, MFT or GPU driver (the VM
+    # lab's Soft-RoCE nodes); checks of NVIDIA-only programs are not run there
+    nvidia_stack: bool = True
 
     @property
     def mtu(self) -> int | None:

@@ -31,6 +31,7 @@ trailing commas, which are repaired before reading.
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -99,6 +100,13 @@ _TITLE = re.compile(r"^\s*(\S.*?\b(?:BW|Latency|Lat)\s+Test)\s*$")
 _BANNER_SPLIT = re.compile(r"\t| {2,}")
 _BANNER_KEY = re.compile(r"[A-Za-z][\w .*/-]*")
 _NUMBER = re.compile(r"^[-+]?\d+(\.\d+)?([eE][-+]?\d+)?$")
+_NON_FINITE = frozenset({"nan", "-nan", "+nan", "inf", "-inf", "+inf"})
+
+
+def _finite(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
+
+
 _LAT_COLS = (
     ("#bytes", "bytes"),
     ("#iterations", "iterations"),
@@ -213,14 +221,20 @@ def parse_perftest(text: str) -> Perftest:
     # (the output ended inside it) does not close the table
     borders = [len(x.strip()) for x in lines[:header_idx] if set(x.strip()) == {"-"}]
     width = max(borders, default=20)
+    is_bw = "BW" in header
     for ln in lines[header_idx + 1 :]:
         tokens = ln.split()
-        if tokens and all(_NUMBER.match(t) for t in tokens):
+        # a latency statistic perftest could not compute prints as -nan or inf (the stdev of
+        # a rounding-negative variance; a server side that took no sample): that column is
+        # unknown, the row is still whole
+        if tokens and all(
+            _NUMBER.match(t) or (not is_bw and i > 1 and t.lower() in _NON_FINITE)
+            for i, t in enumerate(tokens)
+        ):
             table.append([float(t) for t in tokens])
         elif ln.strip().startswith("---") and table:
             closed = set(ln.strip()) == {"-"} and len(ln.strip()) >= width
             break
-    is_bw = "BW" in header
     kind = "bw" if is_bw else "lat"
     rows: list[BwRow | LatRow] = []
     if is_bw:
@@ -255,7 +269,7 @@ def parse_perftest(text: str) -> Perftest:
                 LatRow(
                     bytes=int(values["bytes"]),
                     iterations=int(values["iterations"]),
-                    **{k: values.get(k) for _, k in _LAT_COLS[2:]},
+                    **{k: _finite(values.get(k)) for _, k in _LAT_COLS[2:]},
                 )
             )
         source, units, convention = "usec", "usec", "latency in microseconds"

@@ -74,3 +74,5 @@ class Tool:
     settles: bool = False  # a FAIL may be a link still training: re-read in the hold-down
     loads_gpus: bool = False  # it loads every GPU: one such check per node at a time (stage 1)
     no_check: str = ""  # why `rackops check` cannot judge one output of it
+    nvidia_stack: bool = False  # runs a program only NVIDIA's stack installs (DOCA-OFED, MFT):
+    # not run on a node whose inventory says rackops_nvidia_stack: false

@@ -34,4 +34,5 @@ TOOL = Tool(
     plan=plan,
     order=70,
     binaries=(Binary("mlnx_qos", "mlnx-tools"),),
+    nvidia_stack=True,
 )

@@ -86,4 +86,5 @@ TOOL = Tool(
     plan=plan,
     order=44,
     binaries=(Binary("mlxconfig", "mft"),),
+    nvidia_stack=True,
 )

@@ -31,4 +31,5 @@ TOOL = Tool(
     parse=parse_mlxlink,
     check=check,
     binaries=(Binary("mlxlink", "mft"),),
+    nvidia_stack=True,
 )

@@ -32,4 +32,5 @@ TOOL = Tool(
     plan=plan,
     order=20,
     binaries=(Binary("ofed_info", "mlnx-ofed-kernel-utils"),),
+    nvidia_stack=True,
 )

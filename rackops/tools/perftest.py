@@ -17,7 +17,8 @@ LAT = ("ib_write_lat", "ib_read_lat", "ib_send_lat")
 def bw_options(p: PerftestBwParams, port: int) -> list[str]:
     """A bandwidth test's options, the same on server and client (-d and the server's
     address are added per end)."""
-    opts = ["-s", str(p.message_size_bytes), "-D", str(p.duration_s), "-q", str(p.qps)]
+    length = ["-D", str(p.duration_s)] if p.duration_s is not None else ["-n", str(p.iterations)]
+    opts = ["-s", str(p.message_size_bytes), *length, "-q", str(p.qps)]
     opts += ["-F", "--report_gbits", "-p", str(port)]
     return [*opts, "-b"] if p.bidirectional else opts
 

@@ -31,4 +31,5 @@ TOOL = Tool(
     plan=plan,
     order=60,
     binaries=(Binary("show_gids", "mlnx-tools"),),
+    nvidia_stack=True,
 )

@@ -228,7 +228,7 @@ def make_plan(
     checks = node_checks(suite, cluster)
     serial = sum(c.expected_s for c in checks if get_tool(c.tool).loads_gpus)  # one at a time
     per_node = max(max((c.expected_s for c in checks), default=0), serial) * 1.2
-    per_round = (bw.duration_s * 1.3 + 5) * max(1, bw.repeats) if bw else 0
+    per_round = (bw.expected_s * 1.3 + 5) * max(1, bw.repeats) if bw else 0
     if suite.checks.perftest_lat:  # ~1 µs per iteration, plus connecting both ends
         per_round += suite.checks.perftest_lat.iterations * 5e-6 + 3
     phy = suite.checks.physical

@@ -141,6 +141,8 @@ class NodeStage(StageBase):
         out = []
         n = self.cluster.node(node)
         for c in checks:
+            if not n.nvidia_stack and get_tool(c.tool).nvidia_stack:
+                continue  # an inbox-RDMA node has no DOCA-OFED or MFT program to run
             if {"{netdevs}", "{devices}", "{hw_root}"} & set(c.argv):
                 argv: list[str] = []
                 for a in c.argv:
