@@ -44,7 +44,9 @@ def test_two_numa_nodes_and_a_nic_per_rail_on_its_own_node() -> None:
 
 
 def test_a_numa_memory_fault_shrinks_that_node() -> None:
-    spec = NodeSpec.model_validate({"vm": [{"kind": "numa_memory", "numa_node": 1, "memory_mb": 768}]})
+    spec = NodeSpec.model_validate(
+        {"vm": [{"kind": "numa_memory", "numa_node": 1, "memory_mb": 768}]}
+    )
     mem = vm.numa_memory(spec)
     assert mem == (3072, 768)
     args = " ".join(_args(mem))
@@ -95,7 +97,9 @@ def test_faults_an_engine_cannot_show_are_refused() -> None:
     with pytest.raises(InventoryError, match="need --engine vm"):
         vmf.refuse_engine("podman")
     vmf.refuse_engine("vm")
-    hw = Scenario.model_validate({"nodes": {"node01": {"faults": [{"kind": "gpu_missing", "gpu": 1}]}}})
+    hw = Scenario.model_validate(
+        {"nodes": {"node01": {"faults": [{"kind": "gpu_missing", "gpu": 1}]}}}
+    )
     with pytest.raises(InventoryError, match="VM lab does not run"):
         hw.refuse_engine("vm")
     hw.refuse_engine("podman")

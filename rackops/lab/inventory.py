@@ -272,8 +272,7 @@ def write_inventory(state: LabState, dest: Path) -> None:
     where = {n.name: rack_of(n.index, len(nodes), state.racks) for n in nodes}
     _dump(
         dest / "hosts.yml",
-        "The lab rack: VMs on their own kernels, reached over SSH on the lab's management"
-        " bridge."
+        "The lab rack: VMs on their own kernels, reached over SSH on the lab's management bridge."
         if state.engine == "vm"
         else "The lab rack: containers reached over SSH on loopback ports.",
         {

@@ -24,6 +24,7 @@ GRUB, so a role's ``update-grub`` and reboot are real:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import signal
@@ -48,15 +49,17 @@ QUEUES = 2  # virtio-net queue pairs per rail NIC (one MSI-X vector each, plus c
 LINK_SPEED_MBPS = 100_000  # what the virtio NIC reports, and rxe derives its rate from
 MAX_NODES = 4
 BOOT_TIMEOUT_S = 300  # emulated CPUs on a loaded machine: a boot takes about a minute
-# A boot script that pins a rail's completion IRQs (all but the first, config vector), as a
+# A boot unit ($$: systemd's own variables are $NAME) that pins a rail's completion IRQs (all but the first, config vector), as a
 # stale tuning script or a vendor's set_irq_affinity run at boot would; after the role's unit
 IRQ_PIN_UNIT = """[Unit]
-Description=rackops VM lab fault: IRQs of %(dev)s pinned to CPUs %(cpus)s at boot
+Description=rackops VM lab fault: IRQs of {dev} pinned to CPUs {cpus} at boot
 After=rackops-irq-affinity.service rackops-vm-init.service
 
 [Service]
 Type=oneshot
-ExecStart=/bin/sh -c 'd=/sys/class/net/%(dev)s/device/..; for i in $(ls $d/msi_irqs | sort -n | tail -n +2); do echo %(cpus)s > /proc/irq/$i/smp_affinity_list; done'
+ExecStart=/bin/sh -c 'd=/sys/class/net/{dev}/device/..; \\
+  for i in $$(ls $$d/msi_irqs | sort -n | tail -n +2); do \\
+  echo {cpus} > /proc/irq/$$i/smp_affinity_list; done'
 
 [Install]
 WantedBy=multi-user.target
@@ -77,8 +80,8 @@ def fault_script(spec: NodeSpec) -> str:
     lines = []
     for f in spec.vm:
         if f.kind == "irq_pinned" and f.rail is not None and f.cpus is not None:
-            unit = "rackops-fault-irq-%d.service" % f.rail
-            text = IRQ_PIN_UNIT % {"dev": netdev(f.rail), "cpus": f.cpus}
+            unit = f"rackops-fault-irq-{f.rail}.service"
+            text = IRQ_PIN_UNIT.format(dev=netdev(f.rail), cpus=f.cpus)
             lines += [
                 f"cat > /etc/systemd/system/{unit} <<'EOF'\n{text}EOF",
                 f"systemctl enable {unit} >/dev/null 2>&1",
@@ -334,10 +337,8 @@ def down(state: LabState | None) -> list[str]:
 
 
 def _kill(pid: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def links() -> list[str]:

@@ -281,4 +281,6 @@ def first_boot(raw: Path, kernel: Path, initrd: Path, log: Path, accel: str) -> 
     text = log.read_text(errors="replace") if log.exists() else ""
     if "rackops-image-ok" not in text:
         tail = " | ".join(text.strip().splitlines()[-5:])
-        raise LabError(f"the image's first boot did not install GRUB: {tail or 'no console output'}")
+        raise LabError(
+            f"the image's first boot did not install GRUB: {tail or 'no console output'}"
+        )
