@@ -36,9 +36,9 @@ if missing or os.geteuid() != 0:
     reason = f"the VM lab needs root and {', '.join(missing) or 'nothing else'}"
     if os.environ.get("RACKOPS_REQUIRE_LAB") == "1":
         raise RuntimeError(reason + " (RACKOPS_REQUIRE_LAB=1)")
-    pytestmark = [pytest.mark.lab, pytest.mark.skip(reason=reason)]
+    pytestmark = [pytest.mark.vm, pytest.mark.skip(reason=reason)]
 else:
-    pytestmark = [pytest.mark.lab]
+    pytestmark = [pytest.mark.vm]
 
 SCENARIO = """
 nodes:
@@ -66,7 +66,7 @@ def vms(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabState]:
         yield state
     finally:
         lab.down(workdir=str(wd))
-        left = [d for d in os.listdir("/sys/class/net") if d.startswith("rvl")]
+        left = [d.name for d in Path("/sys/class/net").iterdir() if d.name.startswith("rvl")]
         assert not left, left
 
 
@@ -110,6 +110,8 @@ def validate(state: LabState, run: Path) -> tuple[int, dict[str, object]]:
             "--suite",
             "vm",
             "--accept-new-host-keys",
+            "--concurrency",  # one link at a time: emulated CPUs are the bottleneck
+            "1",
             "--run-dir",
             str(run),
         ],

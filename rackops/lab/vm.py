@@ -49,8 +49,12 @@ QUEUES = 2  # virtio-net queue pairs per rail NIC (one MSI-X vector each, plus c
 LINK_SPEED_MBPS = 100_000  # what the virtio NIC reports, and rxe derives its rate from
 MAX_NODES = 4
 BOOT_TIMEOUT_S = 300  # emulated CPUs on a loaded machine: a boot takes about a minute
-# A boot unit ($$: systemd's own variables are $NAME) that pins a rail's completion IRQs (all but the first, config vector), as a
-# stale tuning script or a vendor's set_irq_affinity run at boot would; after the role's unit
+# QEMU runs niced: emulated CPUs take every cycle they get, and the container lab's tests,
+# sharing the machine in CI, have tighter timeouts than a VM's boot and Ansible runs
+NICE = 10
+# A boot unit that pins a rail's completion IRQs (all but the first, the config vector), as
+# a stale tuning script or a vendor's set_irq_affinity run at boot would: after the role's
+# own unit. ($$: systemd substitutes $NAME itself.)
 IRQ_PIN_UNIT = """[Unit]
 Description=rackops VM lab fault: IRQs of {dev} pinned to CPUs {cpus} at boot
 After=rackops-irq-affinity.service rackops-vm-init.service
@@ -277,7 +281,12 @@ def start(state: LabState, base: Path, pubkey: str, spec: Scenario, mtu: int) ->
         script.write_text(init_script(node, state.nodes, pubkey, fault_script(nspec)))
         log, pidfile = vmdir / f"{node.name}.log", vmdir / f"{node.name}.pid"
         pidfile.unlink(missing_ok=True)
-        args = qemu_args(node, disk, script, log, pidfile, numa_memory(nspec))
+        args = [
+            "nice",
+            "-n",
+            str(NICE),
+            *qemu_args(node, disk, script, log, pidfile, numa_memory(nspec)),
+        ]
         run(args, timeout=60, what=f"{node.name}: qemu")
         node.container = pidfile.read_text().strip()
         state.save()  # `down` can find it from here on
