@@ -88,6 +88,17 @@ def recap(out: str) -> dict[str, dict[str, int]]:
     }
 
 
+def changed_tasks(out: str) -> list[str]:
+    """The tasks a run changed, with the hosts: what a failed idempotence check names."""
+    found, task = [], ""
+    for line in out.splitlines():
+        if line.startswith(("TASK [", "RUNNING HANDLER [")):
+            task = line.split("[", 1)[1].rsplit("]", 1)[0]
+        elif line.startswith("changed: ["):
+            found.append(f"{task}: {line}")
+    return found
+
+
 def on(state: LabState, node: str, cmd: str) -> str:
     proc = subprocess.run(
         ["ssh", "-F", str(state.workdir / "ssh_config"), node, cmd],
@@ -142,10 +153,12 @@ def test_roles_on_a_real_kernel_and_rdma_over_soft_roce(vms: LabState, tmp_path:
 
     again = provision(vms)
     assert again.returncode == 0, again.stdout[-4000:]
-    assert {n: r["changed"] for n, r in recap(again.stdout).items()} == {"node01": 0, "node02": 0}
+    changed = {n: r["changed"] for n, r in recap(again.stdout).items()}
+    assert changed == {"node01": 0, "node02": 0}, changed_tasks(again.stdout)
     check = provision(vms, "--check")
     assert check.returncode == 0, check.stdout[-4000:]
-    assert {n: r["changed"] for n, r in recap(check.stdout).items()} == {"node01": 0, "node02": 0}
+    changed = {n: r["changed"] for n, r in recap(check.stdout).items()}
+    assert changed == {"node01": 0, "node02": 0}, changed_tasks(check.stdout)
 
     for node in ("node01", "node02"):
         cmdline = on(vms, node, "cat /proc/cmdline").split()

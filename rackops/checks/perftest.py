@@ -101,6 +101,18 @@ def _bandwidth(row: BwRow, bidir: bool, size: int, profile: Profile, subj: Subje
     t = profile.thresholds
     floor = t.ib_write_bw_bidir_gbps_min if bidir else t.ib_write_bw_gbps_min
     what = "bidirectional BW (sum of both directions)" if bidir else "BW"
+    if row.bw_avg_gbps == 0 and row.iterations > 0 and not row.msg_rate_mpps:
+        # every message completed, no error, yet zero: perftest could not time the run (its
+        # cycle-counter calibration failed), which says nothing about the link
+        return Finding(
+            "PERF-005",
+            Status.ERROR,
+            subj,
+            f"{what} printed as 0 after {row.iterations} completed iterations at {size} B: "
+            "perftest could not time the run (its CPU clock calibration failed)",
+            remediation="re-run; on a VM use a reliable TSC (tsc=reliable, invtsc), pin the "
+            "test to one CPU, and keep other load off the host",
+        )
     if row.bw_avg_gbps < floor:
         return Finding(
             "PERF-001",
