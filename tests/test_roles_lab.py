@@ -27,7 +27,10 @@ DRIVER, OFED = "580.95.05", "25.07-0.9.7"
 def machine() -> dict[str, object]:
     """What the lab must leave as it found it: network interfaces, a kernel-global sysctl."""
     return {
-        "links": sorted(p.name for p in Path("/sys/class/net").iterdir()),
+        # the VM lab's bridges and taps (rvl…) come and go beside it in CI
+        "links": sorted(
+            p.name for p in Path("/sys/class/net").iterdir() if not p.name.startswith("rvl")
+        ),
         "swappiness": Path("/proc/sys/vm/swappiness").read_text(),
         "nspawn": subprocess.run(
             ["pgrep", "-c", "-x", "systemd-nspawn"], capture_output=True, text=True, check=False
