@@ -452,7 +452,9 @@ def _cmd_provision(args: argparse.Namespace) -> int:
         args.inventory,
         str(playbook),
         *(["--check", "--diff"] if args.check else []),
-        *args.ansible_args,
+        # argparse keeps the "--" that ends rackops' own options: ansible-playbook would take
+        # every option after it for a playbook's name
+        *args.ansible_args[args.ansible_args[:1] == ["--"] :],
     ]
     print("rackops: " + " ".join(cmd), file=sys.stderr)
     import rackops.inventory.loader  # noqa: F401  (sets ANSIBLE_INVENTORY_IGNORE_REGEX: profiles/, suites/)

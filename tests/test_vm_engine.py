@@ -24,7 +24,7 @@ def _node(i: int = 1) -> LabNode:
     return LabNode(f"node{i:02d}", i, "", 22, ip, rails, ssh_host=ip)
 
 
-def _args(memory: tuple[int, int] = (3072, 3072)) -> list[str]:
+def _args(memory: tuple[int, int] = (5120, 5120)) -> list[str]:
     p = Path("/x")
     return vm.qemu_args(_node(), p / "d.qcow2", p / "i", p / "l", p / "p", memory)
 
@@ -48,9 +48,9 @@ def test_a_numa_memory_fault_shrinks_that_node() -> None:
         {"vm": [{"kind": "numa_memory", "numa_node": 1, "memory_mb": 768}]}
     )
     mem = vm.numa_memory(spec)
-    assert mem == (3072, 768)
+    assert mem == (5120, 768)
     args = " ".join(_args(mem))
-    assert "memory-backend-ram,id=mem1,size=768M" in args and "-m 3840" in args
+    assert "memory-backend-ram,id=mem1,size=768M" in args and "-m 5888" in args
 
 
 def test_the_boot_script_names_nics_by_mac_and_adds_rxe() -> None:

@@ -186,7 +186,7 @@ class VmFault(_F):
         default=None, description="numa_memory: the NUMA node given less memory"
     )
     memory_mb: int | None = Field(
-        default=None, ge=256, le=4096, description="numa_memory: that node's memory"
+        default=None, ge=256, le=5120, description="numa_memory: that node's memory"
     )
     rail: int | None = Field(default=None, ge=0, le=1, description="irq_pinned: the rail NIC")
     cpus: str | None = Field(

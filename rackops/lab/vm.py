@@ -41,9 +41,12 @@ MGMT = "198.19.128"
 PREFIX = "rvl"
 BRIDGE_MGMT = f"{PREFIX}-mgmt"
 RAILS = 2  # rail R's NIC is ethR+1 on NUMA node R
-MEMORY_MB = 6144  # split evenly between the two NUMA nodes: a 1 GiB page needs an
-# aligned, whole GiB on its node that early boot left free (its allocations go top-down,
-# and the BIOS, the kernel and the PCI hole cut the low GiBs): 2 GiB per node is not enough
+MEMORY_MB = 10240  # split evenly between the two NUMA nodes. A 1 GiB page needs an aligned,
+# whole GiB on its node that early boot left free: the low GiB holds the BIOS areas, the one
+# under the PCI hole (3 GiB) is cut by it, the node's top GiBs take the kernel's own early
+# allocations (top-down), and the randomized kernel image (KASLR) can land in any other. At 3
+# GiB per node, node 0 had one candidate and KASLR took it in one boot of five; at 5 GiB it
+# has two. Emulated RAM costs the host only what the guest touches.
 CPUS = 2  # one per NUMA node
 QUEUES = 2  # virtio-net queue pairs per rail NIC (one MSI-X vector each, plus config)
 LINK_SPEED_MBPS = 100_000  # what the virtio NIC reports, and rxe derives its rate from
@@ -211,7 +214,11 @@ def qemu_args(
         "-fw_cfg",
         f"name=opt/rackops/init,file={script}",
     ]
-    for tap, _, rail in taps(node):
+    # the kernel probes the expander bridges' NICs last-defined first: the rails are defined
+    # in reverse, so the kernel's own names are already ethR+1 and the boot script renames
+    # nothing (a rename behind udev's back fails the ifup@ unit bound to the old name)
+    mgmt, *rails = taps(node)
+    for tap, _, rail in [mgmt, *reversed(rails)]:
         address = mac(node, rail)
         if rail is None:
             args += [
