@@ -160,7 +160,7 @@ def build_image(cache: Path, suite: str, log: list[str], accel: str = "tcg") -> 
     if missing := needs():
         raise LabError(
             f"the VM lab needs {', '.join(missing)}: apt-get install qemu-system-x86 "
-            "qemu-utils debootstrap e2fsprogs (scripts/lab-deps --vm)"
+            "qemu-utils debootstrap e2fsprogs (scripts/lab-deps installs them)"
         )
     cache.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
