@@ -120,6 +120,30 @@ _LAT_COLS = (
 )
 
 
+def _read_table(lines: list[str], header_idx: int, is_bw: bool) -> tuple[list[list[float]], bool]:
+    """The result rows under the header, and whether the table's closing border came."""
+    table: list[list[float]] = []
+    closed = False
+    # the closing border is as long as the border above the header: a border cut part-way
+    # (the output ended inside it) does not close the table
+    borders = [len(x.strip()) for x in lines[:header_idx] if set(x.strip()) == {"-"}]
+    width = max(borders, default=20)
+    for ln in lines[header_idx + 1 :]:
+        tokens = ln.split()
+        # a latency statistic perftest could not compute prints as -nan or inf (the stdev of
+        # a rounding-negative variance; a server side that took no sample): that column is
+        # unknown, the row is still whole
+        if tokens and all(
+            _NUMBER.match(t) or (not is_bw and i > 1 and t.lower() in _NON_FINITE)
+            for i, t in enumerate(tokens)
+        ):
+            table.append([float(t) for t in tokens])
+        elif ln.strip().startswith("---") and table:
+            closed = set(ln.strip()) == {"-"} and len(ln.strip()) >= width
+            break
+    return table, closed
+
+
 def _units_factor(source: str, rows: list[list[float]]) -> tuple[float, str]:
     """Gb/s per source unit, and the convention text recorded with the result."""
     if source == "Gb/sec":
@@ -215,26 +239,8 @@ def parse_perftest(text: str) -> Perftest:
             **_common(banner),
         )
     header = lines[header_idx]
-    table: list[list[float]] = []
-    closed = False
-    # the closing border is as long as the border above the header: a border cut part-way
-    # (the output ended inside it) does not close the table
-    borders = [len(x.strip()) for x in lines[:header_idx] if set(x.strip()) == {"-"}]
-    width = max(borders, default=20)
     is_bw = "BW" in header
-    for ln in lines[header_idx + 1 :]:
-        tokens = ln.split()
-        # a latency statistic perftest could not compute prints as -nan or inf (the stdev of
-        # a rounding-negative variance; a server side that took no sample): that column is
-        # unknown, the row is still whole
-        if tokens and all(
-            _NUMBER.match(t) or (not is_bw and i > 1 and t.lower() in _NON_FINITE)
-            for i, t in enumerate(tokens)
-        ):
-            table.append([float(t) for t in tokens])
-        elif ln.strip().startswith("---") and table:
-            closed = set(ln.strip()) == {"-"} and len(ln.strip()) >= width
-            break
+    table, closed = _read_table(lines, header_idx, is_bw)
     kind = "bw" if is_bw else "lat"
     rows: list[BwRow | LatRow] = []
     if is_bw:
