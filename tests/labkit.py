@@ -46,7 +46,7 @@ def _reached_all_but(proc: subprocess.CompletedProcess[str], down: set[str]) -> 
     assert proc.returncode == (4 if down else 0), proc.stdout[-3000:]
 
 
-def validate_argv(inv: Path, *extra: str) -> list[str]:
+def validate_argv(inv: Path, *extra: str, suite: str = "lab") -> list[str]:
     """`rackops validate` on a lab inventory (suite `lab`); add --run-dir or --resume."""
     return [
         str(VENV_BIN / "rackops"),
@@ -54,16 +54,16 @@ def validate_argv(inv: Path, *extra: str) -> list[str]:
         "-i",
         str(inv),
         "--suite",
-        "lab",
+        suite,
         "--accept-new-host-keys",
         *extra,
     ]
 
 
-def validate(inv: Path, run: Path, *extra: str) -> tuple[int, dict[str, Any]]:
+def validate(inv: Path, run: Path, *extra: str, suite: str = "lab") -> tuple[int, dict[str, Any]]:
     """Run it to the end; its exit code and report.json."""
     proc = subprocess.run(
-        validate_argv(inv, "--run-dir", str(run), *extra),
+        validate_argv(inv, "--run-dir", str(run), *extra, suite=suite),
         cwd=ROOT,
         capture_output=True,
         text=True,

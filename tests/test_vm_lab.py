@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from labkit import validate as labkit_validate
 from test_lab import ROOT, VENV_BIN
 
 from rackops import lab
@@ -112,29 +113,8 @@ def on(state: LabState, node: str, cmd: str) -> str:
 
 
 def validate(state: LabState, run: Path) -> tuple[int, dict[str, object]]:
-    proc = subprocess.run(
-        [
-            str(VENV_BIN / "rackops"),
-            "validate",
-            "-i",
-            str(state.inventory),
-            "--suite",
-            "vm",
-            "--accept-new-host-keys",
-            "--concurrency",  # one link at a time: emulated CPUs are the bottleneck
-            "1",
-            "--run-dir",
-            str(run),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-    )
-    assert "Traceback" not in proc.stderr, proc.stderr
-    assert (run / "report.json").exists(), proc.stderr[-3000:]
-    return proc.returncode, json.loads((run / "report.json").read_text())
+    # one link at a time: emulated CPUs are the bottleneck
+    return labkit_validate(state.inventory, run, "--concurrency", "1", suite="vm")
 
 
 def findings(run: Path) -> list[dict[str, object]]:

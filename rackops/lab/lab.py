@@ -287,11 +287,7 @@ def up(
             _start(engine, state, spec, names, rails, nets, port_base, log)
         _fabric_up(engine, state, wires, log)
     except BaseException:
-        # a half-started lab is taken down again: nothing of it, and no state, is left behind
-        try:
-            down(workdir=str(wd))
-        except LabError as exc:
-            log.append(f"cleaning up the failed start: {exc}")
+        _undo_start(wd, log)
         raise
     write_inventory(state, state.inventory)
     log.append(f"inventory: {state.inventory}")
@@ -348,14 +344,19 @@ def _up_vm(
             f"{time.monotonic() - began:.0f} s"
         )
     except BaseException:
-        try:
-            down(workdir=str(wd))
-        except LabError as exc:
-            log.append(f"cleaning up the failed start: {exc}")
+        _undo_start(wd, log)
         raise
     write_inventory(state, state.inventory)
     log.append(f"inventory: {state.inventory}")
     return state
+
+
+def _undo_start(wd: Path, log: list[str]) -> None:
+    """A half-started lab is taken down again: nothing of it, and no state, is left behind."""
+    try:
+        down(workdir=str(wd))
+    except LabError as exc:
+        log.append(f"cleaning up the failed start: {exc}")
 
 
 def _fabric_up(engine: Engine, state: LabState, wires: Wiring, log: list[str]) -> None:
