@@ -171,6 +171,19 @@ def _cmd_lab(args: argparse.Namespace) -> int:
             f"file:{dest.resolve()} ./)"
         )
         return ExitCode.OK
+    if args.action == "box":
+        from rackops.lab.lab import _cache_dir, lab_workdir
+        from rackops.lab.vagrantbox import add_box, build_box
+        from rackops.lab.vm import accel
+
+        log: list[str] = []
+        try:
+            box = build_box(_cache_dir(lab_workdir(args.workdir)), args.release, log, accel())
+        finally:
+            for line in log:
+                print(f"lab: {line}", file=sys.stderr)
+        print(f"lab: box {box} added to Vagrant as {add_box(box)} (vagrant up --provider=libvirt)")
+        return ExitCode.OK
     if args.action == "down":
         removed = lab.down(workdir=args.workdir, purge=args.purge)
         print(f"lab: removed {len(removed)} containers and networks; nothing of the lab is left")
@@ -577,8 +590,9 @@ def _add_lab(sub: Any) -> None:
     )
     labp.add_argument(
         "action",
-        choices=("up", "down", "status", "repo"),
-        help="repo: only build the stand-in apt repository (for Vagrant VMs)",
+        choices=("up", "down", "status", "repo", "box"),
+        help="repo: only build the stand-in apt repository; box: build the VM image's "
+        "Vagrant box (vagrant-libvirt) and add it to Vagrant as rackops/bookworm",
     )
     labp.add_argument("--dest", help="repo: where to build it (default build/lab-repo)")
     labp.add_argument("--nodes", type=int, default=4, help="number of targets (default 4)")

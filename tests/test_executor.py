@@ -159,6 +159,9 @@ def test_ssh_settings_follow_ssh_config_and_the_hosts_ssh_args(tmp_path: Path) -
     assert s.jump == ("bastion.example", "admin@inner:2200")
     explicit = resolve(Target("node7", "node7", 22, user="ci", key_file="/k"), cfg)
     assert (explicit.user, explicit.key_files) == ("ci", ("/k",))
+    # ansible_ssh_private_key_file: ~ is the controller's home, as Ansible reads it
+    tilde = resolve(Target("node7", "node7", key_file="~/.vagrant.d/insecure_private_key"), cfg)
+    assert tilde.key_files == (str(Path.home() / ".vagrant.d/insecure_private_key"),)
     args = ("-o", "StrictHostKeyChecking=no", "-o UserKnownHostsFile=/dev/null", "-J", "jh:22")
     s = resolve(Target("node7", "node7", ssh_args=args), cfg)
     assert s.jump == ("jh:22",) and s.strict == "no" and s.known_hosts == "/dev/null"

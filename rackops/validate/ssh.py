@@ -102,7 +102,9 @@ def resolve(t: Target, default_config: Path | None = None) -> SshSettings:
         host=str(merged.get("hostname", t.host)),
         port=t.port if t.port != 22 or "port" not in merged else int(merged["port"]),
         user=t.user or merged.get("user"),
-        key_files=(t.key_file,) if t.key_file else tuple([keys] if isinstance(keys, str) else keys),
+        key_files=(str(Path(t.key_file).expanduser()),)
+        if t.key_file
+        else tuple([keys] if isinstance(keys, str) else keys),
         jump=tuple(h.strip() for h in jump.split(",")) if jump and jump.lower() != "none" else (),
         proxy_command=merged.get("proxycommand") if not jump else None,
         strict=merged.get("stricthostkeychecking"),
