@@ -176,11 +176,11 @@ def _cmd_lab(args: argparse.Namespace) -> int:
         from rackops.lab.vagrantbox import add_box, build_box
         from rackops.lab.vm import accel
 
-        log: list[str] = []
+        built: list[str] = []
         try:
-            box = build_box(_cache_dir(lab_workdir(args.workdir)), args.release, log, accel())
+            box = build_box(_cache_dir(lab_workdir(args.workdir)), args.release, built, accel())
         finally:
-            for line in log:
+            for line in built:
                 print(f"lab: {line}", file=sys.stderr)
         print(f"lab: box {box} added to Vagrant as {add_box(box)} (vagrant up --provider=libvirt)")
         return ExitCode.OK
