@@ -3,6 +3,10 @@ run, check mode), and validate, wall time of each, on 2 nodes.
 
     sudo .venv/bin/python bench/vm_lab.py --engine vm
     sudo .venv/bin/python bench/vm_lab.py --engine nspawn
+    sudo .venv/bin/python bench/vm_lab.py --engine vagrant   # the Vagrantfile, rackops box
+
+On vagrant, "lab up" is `vagrant up` of both VMs (the box built and added before, untimed:
+`rackops lab box`), and the inventory is inventories/vagrant.
 
 The same roles run on both (net_mtu, hugepages, irq_affinity): on the VMs against their own
 kernels (with the hugepage role's reboot), on nspawn against the simulated files. validate
@@ -25,6 +29,8 @@ BIN = Path(sys.executable).parent
 sys.path.insert(0, str(ROOT))
 
 from rackops import lab  # noqa: E402
+from rackops.lab.vagrantbox import add_box, build_box  # noqa: E402
+from rackops.lab.vm import accel  # noqa: E402
 
 TAGS = "net_mtu,hugepages,irq_affinity"
 
@@ -35,29 +41,60 @@ def timed(argv: list[str]) -> tuple[float, int]:
     return time.monotonic() - began, proc.returncode
 
 
+def vagrant(*args: str, tmp: Path) -> None:
+    env = {
+        "PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
+        "HOME": str(Path.home()),
+        "VAGRANT_CHECKPOINT_DISABLE": "1",
+        "VAGRANT_DEFAULT_PROVIDER": "libvirt",
+        "VAGRANT_DOTFILE_PATH": str(tmp / ".vagrant"),
+    }
+    subprocess.run(["vagrant", *args], cwd=ROOT, env=env, capture_output=True, check=True)
+
+
+def up(engine: str, tmp: Path) -> tuple[Path, float]:
+    """Bring the engine's two nodes up: their inventory, and how long that took."""
+    if engine == "vagrant":
+        subprocess.run(["bash", "scripts/libvirt-host", "up"], cwd=ROOT, check=True)
+        add_box(build_box(lab.lab._cache_dir(tmp), "bookworm", [], accel()))
+        began = time.monotonic()
+        vagrant("up", "--provider=libvirt", tmp=tmp)
+        return ROOT / "inventories" / "vagrant", time.monotonic() - began
+    inv = tmp / "inv"
+    began = time.monotonic()
+    lab.up(nodes=2, engine_name=engine, workdir=str(tmp / "lab"), inventory=str(inv))
+    up_s = time.monotonic() - began
+    if engine == "nspawn":  # the stand-in hardware first, as the lab tests do
+        subprocess.run(
+            [str(BIN / "ansible-playbook"), "-i", str(inv), "playbooks/lab-hardware.yml"],
+            cwd=ROOT,
+            capture_output=True,
+            check=True,
+        )
+    return inv, up_s
+
+
+def down(engine: str, tmp: Path) -> None:
+    if engine == "vagrant":
+        vagrant("destroy", "-f", tmp=tmp)
+        subprocess.run(["bash", "scripts/libvirt-host", "down"], cwd=ROOT, check=False)
+    else:
+        lab.down(workdir=str(tmp / "lab"))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--engine", choices=("vm", "nspawn"), required=True)
+    ap.add_argument("--engine", choices=("vm", "nspawn", "vagrant"), required=True)
     args = ap.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        wd, inv = Path(tmp) / "lab", Path(tmp) / "inv"
-        began = time.monotonic()
-        lab.up(nodes=2, engine_name=args.engine, workdir=str(wd), inventory=str(inv))
-        up_s = time.monotonic() - began
+    with tempfile.TemporaryDirectory() as name:
+        tmp = Path(name)
         try:
-            prov = [str(BIN / "rackops"), "provision", "-i", str(inv)]
-            if args.engine == "nspawn":  # the stand-in hardware first, as the lab tests do
-                subprocess.run(
-                    [str(BIN / "ansible-playbook"), "-i", str(inv), "playbooks/lab-hardware.yml"],
-                    cwd=ROOT,
-                    capture_output=True,
-                    check=True,
-                )
-            prov += ["--", "--tags", TAGS]
+            inv, up_s = up(args.engine, tmp)
+            prov = [str(BIN / "rackops"), "provision", "-i", str(inv), "--", "--tags", TAGS]
             first, rc1 = timed(prov)
             second, rc2 = timed(prov)
             check, rc3 = timed([*prov[:4], "--check", *prov[4:]])
-            suite = "vm" if args.engine == "vm" else "quick"
+            suite = "quick" if args.engine == "nspawn" else "vm"
             val, rc4 = timed(
                 [
                     str(BIN / "rackops"),
@@ -70,11 +107,11 @@ def main() -> None:
                     "1",
                     "--accept-new-host-keys",
                     "--run-dir",
-                    str(Path(tmp) / "run"),
+                    str(tmp / "run"),
                 ]
             )
         finally:
-            lab.down(workdir=str(wd))
+            down(args.engine, tmp)
     print("| engine | lab up (s) | converge (s) | second run (s) | check mode (s) | validate (s) |")
     print(
         f"| {args.engine} | {up_s:.0f} | {first:.0f} (rc {rc1}) | {second:.0f} (rc {rc2}) "

@@ -510,7 +510,7 @@ def test_every_rule_code_has_a_breaking_case() -> None:
     assert set(rule_table()) <= tested, set(rule_table()) - tested
 
 
-@pytest.mark.parametrize("name", ["example-ib", "example-roce"])
+@pytest.mark.parametrize("name", ["example-ib", "example-roce", "vagrant"])
 def test_examples_are_clean(name: str) -> None:
     from conftest import EXAMPLES
 

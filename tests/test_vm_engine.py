@@ -12,6 +12,7 @@ import pytest
 
 from rackops.errors import InventoryError
 from rackops.lab import vm
+from rackops.lab.engine import LabError
 from rackops.lab.model import LabNode
 from rackops.lab.scenario import NodeSpec, Scenario
 from rackops.lab.vmimage import PART_OFFSET, mbr
@@ -142,3 +143,32 @@ def test_host_tuning_reads_a_virtio_nic_from_its_pci_function(tmp_path: Path) ->
     assert nd.sysfs["device/numa_node"] == "1"
     assert nd.sysfs["device/local_cpulist"] == "1"
     assert nd.irqs == {30: "0-1", 31: "1", 32: "0"}
+
+
+def test_the_box_trusts_the_installed_vagrants_insecure_keys(tmp_path: Path) -> None:
+    from rackops.lab.vagrantbox import BOXIFY, vagrant_public_keys
+
+    with pytest.raises(LabError, match="no Vagrant insecure key"):
+        vagrant_public_keys(tmp_path)
+    keys = tmp_path / "vagrant-2.4.1" / "keys"  # 2.4: ed25519 and RSA, one file each
+    keys.mkdir(parents=True)
+    (keys / "vagrant.key.ed25519.pub").write_text("ssh-ed25519 AAAAC3Nza vagrant insecure\n")
+    (keys / "vagrant.key.rsa.pub").write_text("ssh-rsa AAAAB3Nza vagrant insecure\n\n")
+    assert vagrant_public_keys(tmp_path) == [
+        "ssh-ed25519 AAAAC3Nza vagrant insecure",
+        "ssh-rsa AAAAB3Nza vagrant insecure",
+    ]
+    # the box carries no lab key, and two VMs of it share neither DHCP client id nor host keys
+    assert "userdel -r ci" in BOXIFY and ": > /etc/machine-id" in BOXIFY
+    assert "rm -f /etc/ssh/ssh_host_*" in BOXIFY and "ClientIdentifier=mac" in BOXIFY
+
+
+def test_a_change_to_the_box_script_builds_a_new_box(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rackops.lab import vagrantbox
+
+    before = vagrantbox.box_path(tmp_path, "bookworm")
+    monkeypatch.setattr(vagrantbox, "BOXIFY", vagrantbox.BOXIFY + "\n# changed\n")
+    after = vagrantbox.box_path(tmp_path, "bookworm")
+    assert before != after and after.name.startswith("rackops-bookworm-")

@@ -150,18 +150,32 @@ def boxify_boot(disk: Path, script: Path, log: Path, accel: str) -> None:
         raise LabError(f"the box's one boot did not finish: {tail or 'no console output'}")
 
 
+def _virsh(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["virsh", "-c", "qemu:///system", *args], capture_output=True, text=True, check=False
+    )
+
+
+def _drop_stale_volumes(name: str) -> None:
+    """vagrant-libvirt uploads a versionless box as a new base volume per ``box add``
+    (``<name>_vagrant_box_image_0_<mtime>_box.img``, about 1 GB each): the earlier ones go,
+    unless a defined domain of this project (``rackops-*``) may still be backed by one."""
+    domains = _virsh("list", "--all", "--name").stdout.split()
+    if any(d.startswith("rackops-") for d in domains):
+        return
+    prefix = f"{name.replace('/', '-VAGRANTSLASH-')}_vagrant_box_image_"
+    for line in _virsh("vol-list", "default").stdout.splitlines():
+        vol = line.split()[0] if line.split() else ""
+        if vol.startswith(prefix):
+            _virsh("vol-delete", "--pool", "default", vol)
+
+
 def add_box(box: Path, name: str = BOX_NAME) -> str:
-    """``vagrant box add --force`` the box; the stale base volume of an earlier box of that
-    name is removed from libvirt's pool first (vagrant-libvirt uploads it only when absent)."""
+    """``vagrant box add --force`` the box (the earlier base volumes of that name dropped)."""
     if shutil.which("vagrant") is None:
         raise LabError("vagrant not found: apt-get install vagrant vagrant-libvirt")
     env = {**os.environ, "VAGRANT_CHECKPOINT_DISABLE": "1"}
-    volume = f"{name.replace('/', '-VAGRANTSLASH-')}_vagrant_box_image_0_box.img"
-    subprocess.run(
-        ["virsh", "-c", "qemu:///system", "vol-delete", "--pool", "default", volume],
-        capture_output=True,
-        check=False,
-    )
+    _drop_stale_volumes(name)
     proc = subprocess.run(
         ["vagrant", "box", "add", "--force", "--name", name, str(box)],
         capture_output=True,
