@@ -29,7 +29,7 @@ BIN = Path(sys.executable).parent
 sys.path.insert(0, str(ROOT))
 
 from rackops import lab  # noqa: E402
-from rackops.lab.vagrantbox import add_box, build_box  # noqa: E402
+from rackops.lab.vagrantbox import add_box, box_name, build_box  # noqa: E402
 from rackops.lab.vm import accel  # noqa: E402
 
 TAGS = "net_mtu,hugepages,irq_affinity"
@@ -56,7 +56,10 @@ def up(engine: str, tmp: Path) -> tuple[Path, float]:
     """Bring the engine's two nodes up: their inventory, and how long that took."""
     if engine == "vagrant":
         subprocess.run(["bash", "scripts/libvirt-host", "up"], cwd=ROOT, check=True)
-        add_box(build_box(lab.lab._cache_dir(tmp), "bookworm", [], accel()))
+        log: list[str] = []
+        add_box(
+            build_box(lab.lab._cache_dir(tmp), "bookworm", log, accel()), box_name("bookworm"), log
+        )
         began = time.monotonic()
         vagrant("up", "--provider=libvirt", tmp=tmp)
         return ROOT / "inventories" / "vagrant", time.monotonic() - began

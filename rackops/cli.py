@@ -173,16 +173,19 @@ def _cmd_lab(args: argparse.Namespace) -> int:
         return ExitCode.OK
     if args.action == "box":
         from rackops.lab.lab import _cache_dir, lab_workdir
-        from rackops.lab.vagrantbox import add_box, build_box
+        from rackops.lab.vagrantbox import add_box, box_name, build_box
         from rackops.lab.vm import accel
 
         built: list[str] = []
+        name = box_name(args.release)
         try:
             box = build_box(_cache_dir(lab_workdir(args.workdir)), args.release, built, accel())
+            add_box(box, name, built)
         finally:
             for line in built:
                 print(f"lab: {line}", file=sys.stderr)
-        print(f"lab: box {box} added to Vagrant as {add_box(box)} (vagrant up --provider=libvirt)")
+        print(f"lab: {box} added to this user's Vagrant as {name} (vagrant up --provider=libvirt)")
+        print(f"lab: for another user: vagrant box add --force --name {name} {box}")
         return ExitCode.OK
     if args.action == "down":
         removed = lab.down(workdir=args.workdir, purge=args.purge)

@@ -28,7 +28,7 @@ from labkit import validate as labkit_validate
 from test_lab import ROOT, VENV_BIN
 from test_vm_lab import changed_tasks, recap
 
-from rackops.lab.vagrantbox import add_box, build_box
+from rackops.lab.vagrantbox import add_box, box_name, build_box
 from rackops.lab.vm import accel
 
 NEEDS = ("vagrant", "virsh", "libvirtd", "qemu-system-x86_64", "qemu-img", "debootstrap", "ssh")
@@ -54,15 +54,43 @@ def sh(argv: list[str], env: dict[str, str], timeout: float) -> subprocess.Compl
     )
 
 
-def iptables() -> list[str]:
+def libvirt_rules() -> list[str]:
+    """libvirt's iptables chains and rules (the container labs beside this test add and
+    remove netavark's own while it runs)."""
     out = subprocess.run(["iptables-save"], capture_output=True, text=True, check=False).stdout
-    return sorted(line for line in out.splitlines() if line.startswith(("-A", ":LIBVIRT")))
+    return sorted(line for line in out.splitlines() if "LIBVIRT" in line)
 
 
 def virsh(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        ["virsh", "-c", "qemu:///system", *args], capture_output=True, text=True, check=False
+        ["virsh", "-c", "qemu:///system", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
+
+
+def teardown(env: dict[str, str]) -> list[str]:
+    """Every step, whatever the one before did: what was left behind (and then removed)."""
+    left = []
+    try:
+        down = sh(["vagrant", "destroy", "-f"], env, 600)
+        if down.returncode != 0:
+            left.append(f"vagrant destroy failed: {down.stderr.strip()[-1000:]}")
+    except subprocess.TimeoutExpired:
+        left.append("vagrant destroy: no answer in 600 s")
+    for name in DOMAINS:
+        if virsh("dominfo", name).returncode == 0:
+            left.append(f"domain {name}")
+            virsh("destroy", name)
+            virsh("undefine", name, "--remove-all-storage")
+    for net in NETWORKS:  # vagrant destroy removes the networks it made (and their dnsmasq)
+        if virsh("net-info", net).returncode == 0:
+            left.append(f"network {net}")
+            virsh("net-destroy", net)
+            virsh("net-undefine", net)
+    return left
 
 
 @pytest.fixture(scope="module")
@@ -70,36 +98,35 @@ def vagrant(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]
     tmp = tmp_path_factory.mktemp("vagrant")
     env = {
         **os.environ,
+        "RACKOPS_BOX": "rackops",  # the box built here, whatever the caller's shell says
         "VAGRANT_CHECKPOINT_DISABLE": "1",
         "VAGRANT_BOX_UPDATE_CHECK_DISABLE": "1",
         "VAGRANT_DEFAULT_PROVIDER": "libvirt",
         "VAGRANT_DOTFILE_PATH": str(tmp / ".vagrant"),
     }
-    firewall = iptables()
+    rules = libvirt_rules()
     host = sh(["bash", "scripts/libvirt-host", "up"], env, 120)
-    assert host.returncode == 0, host.stderr
-    cache = Path(os.environ.get("RACKOPS_LAB_CACHE") or tmp / "cache")
-    log: list[str] = []
-    add_box(build_box(cache, "bookworm", log, accel()))
-    for name in DOMAINS:  # a run killed before its teardown: `vagrant up` refuses the names
-        virsh("destroy", name)
-        virsh("undefine", name, "--remove-all-storage")
+    assert host.returncode == 0, host.stdout + host.stderr
+    # the names are the Vagrantfile's: VMs of them are somebody's rack, never removed here
+    taken = [d for d in DOMAINS if virsh("dominfo", d).returncode == 0]
+    if taken:
+        sh(["bash", "scripts/libvirt-host", "down"], env, 60)
+        pytest.fail(f"{', '.join(taken)} already defined: `vagrant destroy` that rack first")
+    left: list[str] = []
     try:
+        cache = Path(os.environ.get("RACKOPS_LAB_CACHE") or tmp / "cache")
+        log: list[str] = []
+        add_box(build_box(cache, "bookworm", log, accel()), box_name("bookworm"), log)
         up = sh(["vagrant", "up", "node01", "--provider=libvirt"], env, 1500)
         assert up.returncode == 0, (up.stdout + up.stderr)[-4000:]
         yield env
     finally:
-        down = sh(["vagrant", "destroy", "-f"], env, 600)
-        kept = [d for d in DOMAINS if virsh("dominfo", d).returncode == 0]
-        for net in NETWORKS:  # what vagrant destroy leaves: stop each one's dnsmasq
-            if virsh("net-info", net).returncode == 0:
-                virsh("net-destroy", net)
-                virsh("net-undefine", net)
+        left = teardown(env)
         sh(["bash", "scripts/libvirt-host", "down"], env, 60)
-        assert down.returncode == 0 and not kept, (down.stderr[-2000:], kept)
-        # the networks are "open": the container lab tests beside this one compare the
-        # machine's iptables before and after their labs, and libvirt must not move them
-        assert iptables() == firewall, set(iptables()) ^ set(firewall)
+    assert not left, left
+    # "open" networks: libvirt adds no rule of its own (the container lab tests beside this
+    # one compare the machine's iptables before and after their labs)
+    assert libvirt_rules() == rules, set(libvirt_rules()) ^ set(rules)
 
 
 def on_node01(cmd: str) -> str:

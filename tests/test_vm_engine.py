@@ -149,12 +149,12 @@ def test_the_box_trusts_the_installed_vagrants_insecure_keys(tmp_path: Path) -> 
     from rackops.lab.vagrantbox import BOXIFY, vagrant_public_keys
 
     with pytest.raises(LabError, match="no Vagrant insecure key"):
-        vagrant_public_keys(tmp_path)
+        vagrant_public_keys((tmp_path,))
     keys = tmp_path / "vagrant-2.4.1" / "keys"  # 2.4: ed25519 and RSA, one file each
     keys.mkdir(parents=True)
     (keys / "vagrant.key.ed25519.pub").write_text("ssh-ed25519 AAAAC3Nza vagrant insecure\n")
     (keys / "vagrant.key.rsa.pub").write_text("ssh-rsa AAAAB3Nza vagrant insecure\n\n")
-    assert vagrant_public_keys(tmp_path) == [
+    assert vagrant_public_keys((tmp_path / "none", tmp_path)) == [
         "ssh-ed25519 AAAAC3Nza vagrant insecure",
         "ssh-rsa AAAAB3Nza vagrant insecure",
     ]
@@ -168,7 +168,10 @@ def test_a_change_to_the_box_script_builds_a_new_box(
 ) -> None:
     from rackops.lab import vagrantbox
 
-    before = vagrantbox.box_path(tmp_path, "bookworm")
+    keys = ["ssh-rsa AAAAB3Nza vagrant insecure"]
+    before = vagrantbox.box_path(tmp_path, "bookworm", keys)
+    # a Vagrant upgrade's new keys: a new box, not the cached one with the old keys
+    assert vagrantbox.box_path(tmp_path, "bookworm", [*keys, "ssh-ed25519 AAAAC3 x"]) != before
     monkeypatch.setattr(vagrantbox, "BOXIFY", vagrantbox.BOXIFY + "\n# changed\n")
-    after = vagrantbox.box_path(tmp_path, "bookworm")
+    after = vagrantbox.box_path(tmp_path, "bookworm", keys)
     assert before != after and after.name.startswith("rackops-bookworm-")

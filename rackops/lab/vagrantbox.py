@@ -32,11 +32,22 @@ from pathlib import Path
 from rackops.lab.engine import LabError
 from rackops.lab.vmimage import build_image, image_rev, run
 
-BOX_NAME = "rackops/bookworm"
-VAGRANT_KEYS = Path("/usr/share/rubygems-integration/all/gems")  # Debian's vagrant package
+
+def box_name(suite: str) -> str:
+    """The name the Vagrantfile asks for: ``rackops/<release>``."""
+    return f"rackops/{suite}"
+
+
+# where Vagrant keeps its insecure keys: Debian's package, HashiCorp's
+VAGRANT_KEYS = (
+    Path("/usr/share/rubygems-integration/all/gems"),
+    Path("/opt/vagrant/embedded/gems/gems"),
+)
 BOXIFY = """#!/bin/sh
 # rackops lab box: the VM lab's disk, once, into a Vagrant box
 set -e
+# a step that fails powers the VM off at once, with the reason on the console
+trap '[ $? -eq 0 ] || { echo rackops-box-failed > /dev/ttyS0; systemctl poweroff; }' EXIT
 id vagrant >/dev/null 2>&1 || useradd -m -s /bin/bash vagrant
 install -d -m 700 -o vagrant -g vagrant /home/vagrant/.ssh
 cat > /home/vagrant/.ssh/authorized_keys <<'KEYS'
@@ -48,6 +59,9 @@ echo 'vagrant ALL=(ALL) NOPASSWD:ALL' > /etc/sudoers.d/vagrant
 chmod 440 /etc/sudoers.d/vagrant
 userdel -r ci 2>/dev/null || true
 rm -f /etc/sudoers.d/ci
+# apt from Debian's mirror: the lab's stand-in repository is not in a box
+rm -f /etc/apt/sources.list.d/rackops-lab.list
+echo 'deb http://deb.debian.org/debian @SUITE@ main' > /etc/apt/sources.list.d/debian.list
 mkdir -p /etc/systemd/network /etc/systemd/system/ssh.service.d
 printf '[Match]\\nName=eth0\\n\\n[Network]\\nDHCP=ipv4\\n\\n[DHCPv4]\\nClientIdentifier=mac\\n' \\
   > /etc/systemd/network/10-rackops-mgmt.network
@@ -72,44 +86,47 @@ end
 """
 
 
-def vagrant_public_keys(root: Path = VAGRANT_KEYS) -> list[str]:
+def vagrant_public_keys(roots: tuple[Path, ...] = VAGRANT_KEYS) -> list[str]:
     """Vagrant's public insecure keys, as the installed Vagrant ships them (2.3: one RSA key;
     2.4: ed25519 and RSA): the key every box trusts until Vagrant replaces it."""
-    keys = sorted(root.glob("vagrant-*/keys/*.pub"))
+    keys = sorted(k for root in roots for k in root.glob("vagrant-*/keys/*.pub"))
     lines = [line.strip() for k in keys for line in k.read_text().splitlines() if line.strip()]
     if not lines:
+        where = ", ".join(f"{r}/vagrant-*/keys" for r in roots)
         raise LabError(
-            f"no Vagrant insecure key under {root}/vagrant-*/keys: a box is built for the "
-            "Vagrant that runs it (apt-get install vagrant vagrant-libvirt)"
+            f"no Vagrant insecure key under {where}: a box is built for the Vagrant that "
+            "runs it (apt-get install vagrant vagrant-libvirt)"
         )
     return lines
 
 
-def box_path(cache: Path, suite: str) -> Path:
-    """The box of this image and these changes: a change to either builds a new box."""
-    rev = hashlib.sha256((image_rev() + BOXIFY + BOX_VAGRANTFILE).encode()).hexdigest()[:8]
+def box_path(cache: Path, suite: str, keys: list[str]) -> Path:
+    """The box of this image, these changes and these keys: a change to any (a Vagrant
+    upgrade's new keys too) builds a new box."""
+    parts = [image_rev(), BOXIFY, BOX_VAGRANTFILE, *keys]
+    rev = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:8]
     return cache / f"rackops-{suite}-{rev}.box"
 
 
 def build_box(cache: Path, suite: str, log: list[str], accel: str = "tcg") -> Path:
     """The cached box of this image (``rackops-<suite>-<rev>.box``), built on first use."""
-    box = box_path(cache, suite)
+    keys = vagrant_public_keys()
+    box = box_path(cache, suite, keys)
     if box.exists():
         return box
-    keys = vagrant_public_keys()
     image = build_image(cache, suite, log, accel)
     with tempfile.TemporaryDirectory(dir=cache) as tmp:
         work = Path(tmp)
         disk = work / "box.img"
         run(["qemu-img", "convert", "-O", "qcow2", str(image), str(disk)], what="qemu-img")
         script = work / "boxify.sh"
-        script.write_text(BOXIFY.replace("@KEYS@", "\n".join(keys)))
+        script.write_text(BOXIFY.replace("@KEYS@", "\n".join(keys)).replace("@SUITE@", suite))
         boxify_boot(disk, script, work / "boxify.log", accel)
         size = json.loads(run(["qemu-img", "info", "--output=json", str(disk)]))["virtual-size"]
         meta = {"provider": "libvirt", "format": "qcow2", "virtual_size": math.ceil(size / 2**30)}
         (work / "metadata.json").write_text(json.dumps(meta) + "\n")
         (work / "Vagrantfile").write_text(BOX_VAGRANTFILE)
-        partial = box.with_suffix(".part")
+        partial = box.with_suffix(f".{os.getpid()}.part")  # two builders never share one
         with tarfile.open(partial, "w") as tar:
             for name in ("metadata.json", "Vagrantfile", "box.img"):
                 tar.add(work / name, arcname=name)
@@ -145,45 +162,60 @@ def boxify_boot(disk: Path, script: Path, log: Path, accel: str) -> None:
     ]
     run(cmd, timeout=900, what="the box's one boot")
     text = log.read_text(errors="replace") if log.exists() else ""
-    if "rackops-box-ok" not in text:
+    if "rackops-box-ok" not in text or "rackops-box-failed" in text:
         tail = " | ".join(text.strip().splitlines()[-5:])
         raise LabError(f"the box's one boot did not finish: {tail or 'no console output'}")
 
 
 def _virsh(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        ["virsh", "-c", "qemu:///system", *args], capture_output=True, text=True, check=False
+        ["virsh", "-c", "qemu:///system", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
 
 
-def _drop_stale_volumes(name: str) -> None:
+def _drop_stale_volumes(name: str) -> list[str]:
     """vagrant-libvirt uploads a versionless box as a new base volume per ``box add``
     (``<name>_vagrant_box_image_0_<mtime>_box.img``, about 1 GB each): the earlier ones go,
-    unless a defined domain of this project (``rackops-*``) may still be backed by one."""
-    domains = _virsh("list", "--all", "--name").stdout.split()
-    if any(d.startswith("rackops-") for d in domains):
-        return
+    unless a defined domain of this project (``rackops-*``) may still be backed by one.
+    What it could not do, said."""
+    listed = _virsh("list", "--all", "--name")
+    if listed.returncode != 0:
+        return [f"old box volumes not removed: libvirtd does not answer ({listed.stderr.strip()})"]
+    if any(d.startswith("rackops-") for d in listed.stdout.split()):
+        return ["old box volumes kept: rackops-* VMs are defined"]
     prefix = f"{name.replace('/', '-VAGRANTSLASH-')}_vagrant_box_image_"
     for line in _virsh("vol-list", "default").stdout.splitlines():
         vol = line.split()[0] if line.split() else ""
         if vol.startswith(prefix):
             _virsh("vol-delete", "--pool", "default", vol)
+    return []
 
 
-def add_box(box: Path, name: str = BOX_NAME) -> str:
+def add_box(box: Path, name: str, log: list[str]) -> str:
     """``vagrant box add --force`` the box (the earlier base volumes of that name dropped)."""
-    if shutil.which("vagrant") is None:
-        raise LabError("vagrant not found: apt-get install vagrant vagrant-libvirt")
+    missing = [p for p in ("vagrant", "virsh") if shutil.which(p) is None]
+    if missing:
+        raise LabError(
+            f"{' and '.join(missing)} not found: apt-get install vagrant vagrant-libvirt "
+            "libvirt-clients (scripts/lab-deps)"
+        )
     env = {**os.environ, "VAGRANT_CHECKPOINT_DISABLE": "1"}
-    _drop_stale_volumes(name)
-    proc = subprocess.run(
-        ["vagrant", "box", "add", "--force", "--name", name, str(box)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-        check=False,
-    )
+    try:
+        log.extend(_drop_stale_volumes(name))
+        proc = subprocess.run(
+            ["vagrant", "box", "add", "--force", "--name", name, str(box)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=600,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise LabError(f"vagrant box add {name}: no answer in {exc.timeout:g} s") from exc
     if proc.returncode != 0:
         tail = " | ".join((proc.stdout + proc.stderr).strip().splitlines()[-3:])
         raise LabError(f"vagrant box add {name} failed: {tail}")

@@ -185,7 +185,7 @@ def build_image(cache: Path, suite: str, log: list[str], accel: str = "tcg") -> 
         make_disk(root, raw)
         kernel, initrd = boot_files(root)
         first_boot(raw, kernel, initrd, Path(tmp) / "firstboot.log", accel)
-        partial = image.with_suffix(".part")
+        partial = image.with_suffix(f".{os.getpid()}.part")  # two builders never share one
         run(["qemu-img", "convert", "-O", "qcow2", str(raw), str(partial)], what="qemu-img")
         partial.rename(image)
     log.append(f"VM image built in {time.monotonic() - started:.0f} s: {image}")
