@@ -27,9 +27,12 @@ DRIVER, OFED = "580.95.05", "25.07-0.9.7"
 def machine() -> dict[str, object]:
     """What the lab must leave as it found it: network interfaces, a kernel-global sysctl."""
     return {
-        # the VM lab's bridges and taps (rvl…) come and go beside it in CI
+        # the VM lab's bridges and taps (rvl…) and libvirt's (virbr…, vnet…: the Vagrant
+        # test) come and go beside it
         "links": sorted(
-            p.name for p in Path("/sys/class/net").iterdir() if not p.name.startswith("rvl")
+            p.name
+            for p in Path("/sys/class/net").iterdir()
+            if not p.name.startswith(("rvl", "virbr", "vnet"))
         ),
         "swappiness": Path("/proc/sys/vm/swappiness").read_text(),
         "nspawn": subprocess.run(
