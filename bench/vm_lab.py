@@ -41,7 +41,7 @@ def timed(argv: list[str]) -> tuple[float, int]:
     return time.monotonic() - began, proc.returncode
 
 
-def vagrant(*args: str, tmp: Path) -> None:
+def vagrant(*args: str, tmp: Path, check: bool = True) -> None:
     env = {
         "PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
         "HOME": str(Path.home()),
@@ -49,7 +49,9 @@ def vagrant(*args: str, tmp: Path) -> None:
         "VAGRANT_DEFAULT_PROVIDER": "libvirt",
         "VAGRANT_DOTFILE_PATH": str(tmp / ".vagrant"),
     }
-    subprocess.run(["vagrant", *args], cwd=ROOT, env=env, capture_output=True, check=True)
+    proc = subprocess.run(["vagrant", *args], cwd=ROOT, env=env, capture_output=True, text=True)
+    if check and proc.returncode != 0:
+        raise SystemExit(f"vagrant {args[0]} failed: {(proc.stdout + proc.stderr)[-2000:]}")
 
 
 def up(engine: str, tmp: Path) -> tuple[Path, float]:
@@ -79,8 +81,10 @@ def up(engine: str, tmp: Path) -> tuple[Path, float]:
 
 def down(engine: str, tmp: Path) -> None:
     if engine == "vagrant":
-        vagrant("destroy", "-f", tmp=tmp)
-        subprocess.run(["bash", "scripts/libvirt-host", "down"], cwd=ROOT, check=False)
+        try:
+            vagrant("destroy", "-f", tmp=tmp, check=False)
+        finally:
+            subprocess.run(["bash", "scripts/libvirt-host", "down"], cwd=ROOT, check=False)
     else:
         lab.down(workdir=str(tmp / "lab"))
 
