@@ -32,7 +32,7 @@ from labkit import validate as labkit_validate
 from test_lab import ROOT, VENV_BIN
 from test_vm_lab import changed_tasks, recap
 
-from rackops.lab.vagrantbox import add_box, box_name, build_box
+from rackops.lab.vagrantbox import add_box, box_name, build_box, virsh
 from rackops.lab.vm import accel
 
 NEEDS = ("vagrant", "virsh", "libvirtd", "qemu-system-x86_64", "qemu-img", "debootstrap", "ssh")
@@ -63,16 +63,6 @@ def libvirt_rules() -> list[str]:
     remove netavark's own while it runs)."""
     out = subprocess.run(["iptables-save"], capture_output=True, text=True, check=False).stdout
     return sorted(line for line in out.splitlines() if "LIBVIRT" in line)
-
-
-def virsh(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["virsh", "-c", "qemu:///system", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
 
 
 def teardown(env: dict[str, str]) -> list[str]:

@@ -30,7 +30,7 @@ import tempfile
 from pathlib import Path
 
 from rackops.lab.engine import LabError
-from rackops.lab.vmimage import build_image, image_rev, run
+from rackops.lab.vmimage import boot_once, build_image, image_rev, run
 
 
 def box_name(suite: str) -> str:
@@ -47,7 +47,7 @@ BOXIFY = """#!/bin/sh
 # rackops lab box: the VM lab's disk, once, into a Vagrant box
 set -e
 # a step that fails powers the VM off at once, with the reason on the console
-trap '[ $? -eq 0 ] || { echo rackops-box-failed > /dev/ttyS0; systemctl poweroff; }' EXIT
+trap '[ $? -eq 0 ] || { echo rackops-image-failed > /dev/ttyS0; systemctl poweroff; }' EXIT
 id vagrant >/dev/null 2>&1 || useradd -m -s /bin/bash vagrant
 install -d -m 700 -o vagrant -g vagrant /home/vagrant/.ssh
 cat > /home/vagrant/.ssh/authorized_keys <<'KEYS'
@@ -74,7 +74,7 @@ rm -f /var/lib/dbus/machine-id
 systemctl enable systemd-networkd.service >/dev/null 2>&1
 systemctl mask systemd-networkd-wait-online.service >/dev/null 2>&1
 systemctl disable rackops-vm-init.service >/dev/null 2>&1
-echo rackops-box-ok > /dev/ttyS0
+echo rackops-image-ok > /dev/ttyS0
 systemctl poweroff
 """
 BOX_VAGRANTFILE = """# the rackops box: its defaults (a project Vagrantfile overrides them)
@@ -121,7 +121,7 @@ def build_box(cache: Path, suite: str, log: list[str], accel: str = "tcg") -> Pa
         run(["qemu-img", "convert", "-O", "qcow2", str(image), str(disk)], what="qemu-img")
         script = work / "boxify.sh"
         script.write_text(BOXIFY.replace("@KEYS@", "\n".join(keys)).replace("@SUITE@", suite))
-        boxify_boot(disk, script, work / "boxify.log", accel)
+        boot_once(disk, "qcow2", script, work / "boxify.log", accel, "the box's one boot")
         size = json.loads(run(["qemu-img", "info", "--output=json", str(disk)]))["virtual-size"]
         meta = {"provider": "libvirt", "format": "qcow2", "virtual_size": math.ceil(size / 2**30)}
         (work / "metadata.json").write_text(json.dumps(meta) + "\n")
@@ -135,39 +135,7 @@ def build_box(cache: Path, suite: str, log: list[str], accel: str = "tcg") -> Pa
     return box
 
 
-def boxify_boot(disk: Path, script: Path, log: Path, accel: str) -> None:
-    """Boot the disk once (from disk, through GRUB) to run ``BOXIFY``; refuse a box it did not
-    finish."""
-    cmd = [
-        "qemu-system-x86_64",
-        "-machine",
-        f"pc,accel={accel}",
-        "-cpu",
-        "qemu64",
-        "-m",
-        "1024",
-        "-smp",
-        "1",
-        "-nodefaults",
-        "-no-user-config",
-        "-display",
-        "none",
-        "-no-reboot",
-        "-serial",
-        f"file:{log}",
-        "-drive",
-        f"file={disk},format=qcow2,if=virtio,cache=unsafe",
-        "-fw_cfg",
-        f"name=opt/rackops/init,file={script}",
-    ]
-    run(cmd, timeout=900, what="the box's one boot")
-    text = log.read_text(errors="replace") if log.exists() else ""
-    if "rackops-box-ok" not in text or "rackops-box-failed" in text:
-        tail = " | ".join(text.strip().splitlines()[-5:])
-        raise LabError(f"the box's one boot did not finish: {tail or 'no console output'}")
-
-
-def _virsh(*args: str) -> subprocess.CompletedProcess[str]:
+def virsh(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         ["virsh", "-c", "qemu:///system", *args],
         capture_output=True,
@@ -182,16 +150,16 @@ def _drop_stale_volumes(name: str) -> list[str]:
     (``<name>_vagrant_box_image_0_<mtime>_box.img``, about 1 GB each): the earlier ones go,
     unless a defined domain of this project (``rackops-*``) may still be backed by one.
     What it could not do, said."""
-    listed = _virsh("list", "--all", "--name")
+    listed = virsh("list", "--all", "--name")
     if listed.returncode != 0:
         return [f"old box volumes not removed: libvirtd does not answer ({listed.stderr.strip()})"]
     if any(d.startswith("rackops-") for d in listed.stdout.split()):
         return ["old box volumes kept: rackops-* VMs are defined"]
     prefix = f"{name.replace('/', '-VAGRANTSLASH-')}_vagrant_box_image_"
-    for line in _virsh("vol-list", "default").stdout.splitlines():
+    for line in virsh("vol-list", "default").stdout.splitlines():
         vol = line.split()[0] if line.split() else ""
         if vol.startswith(prefix):
-            _virsh("vol-delete", "--pool", "default", vol)
+            virsh("vol-delete", "--pool", "default", vol)
     return []
 
 

@@ -252,6 +252,24 @@ def first_boot(raw: Path, kernel: Path, initrd: Path, log: Path, accel: str) -> 
     """Boot the disk once to install GRUB on it from inside; refuse an image that did not."""
     script = raw.with_name("firstboot.sh")
     script.write_text(FIRSTBOOT)
+    direct = ["-kernel", str(kernel), "-initrd", str(initrd)]
+    direct += ["-append", f"root=LABEL={LABEL} ro {CMDLINE}"]
+    boot_once(raw, "raw", script, log, accel, "the image's first boot (grub-install)", direct)
+
+
+def boot_once(
+    disk: Path,
+    fmt: str,
+    script: Path,
+    log: Path,
+    accel: str,
+    what: str,
+    extra: list[str] | None = None,
+) -> None:
+    """Boot ``disk`` once with ``script`` as its boot script (``fw_cfg``, run by the image's
+    ``rackops-vm-init``), until the script powers it off. The script prints
+    ``rackops-image-ok`` on the console when it succeeded (``rackops-image-failed`` or
+    nothing when not): anything else is refused, with the console's last lines."""
     cmd = [
         "qemu-system-x86_64",
         "-machine",
@@ -270,20 +288,13 @@ def first_boot(raw: Path, kernel: Path, initrd: Path, log: Path, accel: str) -> 
         "-serial",
         f"file:{log}",
         "-drive",
-        f"file={raw},format=raw,if=virtio,cache=unsafe",
-        "-kernel",
-        str(kernel),
-        "-initrd",
-        str(initrd),
-        "-append",
-        f"root=LABEL={LABEL} ro {CMDLINE}",
+        f"file={disk},format={fmt},if=virtio,cache=unsafe",
+        *(extra or []),
         "-fw_cfg",
         f"name=opt/rackops/init,file={script}",
     ]
-    run(cmd, timeout=900, what="the image's first boot (grub-install)")
+    run(cmd, timeout=900, what=what)
     text = log.read_text(errors="replace") if log.exists() else ""
-    if "rackops-image-ok" not in text:
+    if "rackops-image-ok" not in text or "rackops-image-failed" in text:
         tail = " | ".join(text.strip().splitlines()[-5:])
-        raise LabError(
-            f"the image's first boot did not install GRUB: {tail or 'no console output'}"
-        )
+        raise LabError(f"{what} did not finish: {tail or 'no console output'}")
