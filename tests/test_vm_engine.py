@@ -175,3 +175,33 @@ def test_a_change_to_the_box_script_builds_a_new_box(
     monkeypatch.setattr(vagrantbox, "BOXIFY", vagrantbox.BOXIFY + "\n# changed\n")
     after = vagrantbox.box_path(tmp_path, "bookworm", keys)
     assert before != after and after.name.startswith("rackops-bookworm-")
+
+
+def test_a_second_image_builder_waits_for_the_first_and_builds_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CI builds the image in the background while the VM tests start: the test's own
+    build_image waits for the lock, then finds the image made and builds nothing."""
+    import threading
+
+    from rackops.lab import vmimage
+
+    monkeypatch.setattr(vmimage, "needs", lambda: [])
+    monkeypatch.setattr(vmimage.os, "geteuid", lambda: 0)
+
+    def must_not_build(*_: object) -> None:
+        raise AssertionError("built a second time")
+
+    monkeypatch.setattr(vmimage, "_build", must_not_build)
+    image = tmp_path / f"vm-bookworm-{vmimage.image_rev()}.qcow2"
+    got: list[Path] = []
+    with vmimage.building(image):  # the first builder, still at work
+        waiter = threading.Thread(
+            target=lambda: got.append(vmimage.build_image(tmp_path, "bookworm", []))
+        )
+        waiter.start()
+        waiter.join(0.5)
+        assert waiter.is_alive() and not got, "the second builder did not wait"
+        image.write_bytes(b"qcow2")  # what the first one made
+    waiter.join(10)
+    assert got == [image]

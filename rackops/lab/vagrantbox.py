@@ -30,7 +30,7 @@ import tempfile
 from pathlib import Path
 
 from rackops.lab.engine import LabError
-from rackops.lab.vmimage import boot_once, build_image, image_rev, run
+from rackops.lab.vmimage import boot_once, build_image, building, image_rev, run
 
 
 def box_name(suite: str) -> str:
@@ -115,7 +115,14 @@ def build_box(cache: Path, suite: str, log: list[str], accel: str = "tcg") -> Pa
     if box.exists():
         return box
     image = build_image(cache, suite, log, accel)
-    with tempfile.TemporaryDirectory(dir=cache) as tmp:
+    with building(box):
+        if not box.exists():  # another builder made it while this one waited
+            _build(box, image, keys, suite, log, accel)
+    return box
+
+
+def _build(box: Path, image: Path, keys: list[str], suite: str, log: list[str], accel: str) -> None:
+    with tempfile.TemporaryDirectory(dir=box.parent) as tmp:
         work = Path(tmp)
         disk = work / "box.img"
         run(["qemu-img", "convert", "-O", "qcow2", str(image), str(disk)], what="qemu-img")
@@ -132,7 +139,6 @@ def build_box(cache: Path, suite: str, log: list[str], accel: str = "tcg") -> Pa
                 tar.add(work / name, arcname=name)
         partial.rename(box)
     log.append(f"Vagrant box built: {box}")
-    return box
 
 
 def virsh(*args: str) -> subprocess.CompletedProcess[str]:

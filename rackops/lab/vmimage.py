@@ -16,12 +16,15 @@ Built once per package set and cached, with no loop device and no mount:
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from rackops.lab.engine import LabError
@@ -163,6 +166,24 @@ def build_image(cache: Path, suite: str, log: list[str], accel: str = "tcg") -> 
             "qemu-utils debootstrap e2fsprogs (scripts/lab-deps installs them)"
         )
     cache.mkdir(parents=True, exist_ok=True)
+    with building(image):
+        if image.exists():  # another builder made it while this one waited
+            return image
+        _build(image, suite, log, accel)
+    return image
+
+
+@contextmanager
+def building(target: Path) -> Iterator[None]:
+    """One builder of a cached file at a time (CI builds the image in the background while
+    the tests that need it start): another one waits for it, then finds the file made."""
+    with target.with_name(f".{target.name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or its process dies
+        yield
+
+
+def _build(image: Path, suite: str, log: list[str], accel: str) -> None:
+    cache = image.parent
     started = time.monotonic()
     with tempfile.TemporaryDirectory(dir=cache) as tmp:
         root = Path(tmp) / "rootfs"
@@ -189,7 +210,6 @@ def build_image(cache: Path, suite: str, log: list[str], accel: str = "tcg") -> 
         run(["qemu-img", "convert", "-O", "qcow2", str(raw), str(partial)], what="qemu-img")
         partial.rename(image)
     log.append(f"VM image built in {time.monotonic() - started:.0f} s: {image}")
-    return image
 
 
 def customize(root: Path) -> None:
