@@ -349,9 +349,18 @@ def _cmd_report(args: argparse.Namespace) -> int:
     from rackops.validate.rundir import RunDir
 
     path = Path(args.run_dir)
-    if not (path / "results.jsonl").exists():
-        raise RackopsError(f"{path}: not a run directory (no results.jsonl)")
-    report, verdict = write_reports(RunDir(path))
+    for run in (path, *([Path(args.compare)] if args.compare else [])):
+        if not (run / "results.jsonl").exists():
+            raise RackopsError(f"{run}: not a run directory (no results.jsonl)")
+    if args.compare:
+        from rackops.validate import compare
+
+        report, verdict, cmp = write_reports(RunDir(path), RunDir(Path(args.compare)))
+        assert cmp is not None
+        print(json.dumps(cmp, indent=2) if args.format == "json" else compare.summary(cmp))
+        # worse beyond noise is a warning even where the new run is accepted
+        return max(verdict.exit_code, ExitCode.WARNINGS if cmp["regressed"] else 0)
+    report, verdict, _ = write_reports(RunDir(path))
     print(json.dumps(report, indent=2) if args.format == "json" else summary(report))
     return verdict.exit_code
 
@@ -814,8 +823,17 @@ def _add_provision(sub: Any) -> None:
 
 
 def _add_report(sub: Any) -> None:
-    rep = sub.add_parser("report", help="regenerate the reports of a run directory")
+    rep = sub.add_parser(
+        "report",
+        help="regenerate the reports of a run directory, or compare it with an earlier run",
+        description="Writes RUN_DIR's report.html, report.json, junit.xml and metrics.prom "
+        "from its results. With --compare OLD_RUN (rackops report --compare OLD_RUN RUN_DIR): "
+        "what RUN_DIR fixed, what is new and what got worse beyond noise since OLD_RUN, "
+        "printed, in RUN_DIR/compare.json and in a section of RUN_DIR/report.html. Exit as "
+        "the run's verdict; with --compare, at least 1 where something regressed.",
+    )
     rep.add_argument("run_dir")
+    rep.add_argument("--compare", metavar="OLD_RUN", help="an earlier run of the same rack")
     rep.add_argument("--format", choices=("text", "json"), default="text")
     rep.set_defaults(func=_cmd_report)
 

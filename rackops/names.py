@@ -118,3 +118,13 @@ def ssh_args_problem(args: Sequence[str]) -> str | None:
             if key in SSH_OPTIONS_RUNNING_COMMANDS:
                 return f"-o {key} runs a command (or reads a config that can)"
     return None
+
+
+def natural_key(name: object) -> tuple[tuple[int, int | str], ...]:
+    """Sort key that orders node9 before node10 and mlx5_2 before mlx5_10 (any value: a
+    report's fields are untrusted, so a non-string sorts by its text)."""
+    return tuple(
+        (0, int(part)) if part.isdecimal() else (1, part)
+        for part in re.split(r"(\d+)", str(name))
+        if part
+    )

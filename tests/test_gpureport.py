@@ -45,7 +45,7 @@ def test_a_named_gpu_gets_a_trace_and_every_gpu_its_figures(tmp_path: Path) -> N
                       [f.as_dict() for f in findings], {}, out))  # fmt: skip
     gemm = Finding("GEMM-OK", Status.OK, Subject(node="node01", gpu=0), "x", 731.2, 600, "TFLOPS")
     run.append(Record("node/node01/gemm", "node", "node01", "dcgmproftester", [gemm.as_dict()]))
-    report, verdict = write_reports(run)
+    report, verdict, _ = write_reports(run)
     assert verdict.exit_code == 2
     assert [(t["node"], t["gpu"]) for t in report["gpu_traces"]] == [("node01", 2)]
     trace = report["gpu_traces"][0]

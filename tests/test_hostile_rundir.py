@@ -380,6 +380,8 @@ def test_junit_replaces_every_character_xml_forbids() -> None:
 def test_metrics_prom_writes_numbers_only_and_escapes_labels() -> None:
     from prometheus_client.parser import text_string_to_metric_families
 
+    from rackops.validate.firstscreen import ACTIONS
+
     evil = 'a"b\\c\nrackops_culprits 999'
 
     def pair(bw: Any) -> dict[str, Any]:
@@ -398,7 +400,8 @@ def test_metrics_prom_writes_numbers_only_and_escapes_labels() -> None:
     samples = [x for x in text.splitlines() if x and not x.startswith("#")]
     families = list(text_string_to_metric_families(text))
     parsed = [s for f in families for s in f.samples]
-    assert len(parsed) == len(samples) == 5  # verdict, one check, bw 5, crc sym 3, culprits
+    # verdict, one check, bw 5, crc sym 3, culprits; and a count per fix group (all 0)
+    assert len(parsed) == len(samples) == 5 + len(ACTIONS)
     assert {s.name for s in parsed if s.value == 999} == set()
     bw = [s for s in parsed if s.name == "rackops_link_bandwidth_gbps"]
     assert [(s.labels["server"], s.value) for s in bw] == [(evil, 5)]

@@ -74,7 +74,7 @@ def test_the_replayed_run_gives_the_recorded_verdict_with_every_step_once(tmp_pa
     ex = ReplayExecutor(recording(), delay_s=0.01)
     r, plan = runner(tmp_path, ex)
     r.run(plan)
-    report, _ = write_reports(RunDir(tmp_path))
+    report, _, _ = write_reports(RunDir(tmp_path))
     recorded = json.loads((REC / "run" / "run.json").read_text())
     assert report["verdict"] == "ACCEPTED" and recorded["suite"] == "lab"
     want = {json.loads(x)["id"] for x in (REC / "run" / "results.jsonl").read_text().splitlines()}
@@ -123,7 +123,7 @@ def test_a_hung_tool_times_out_on_that_node_only(tmp_path: Path) -> None:
     (call,) = [c for c in ex.calls if c.node == "node02" and c.argv[0] == "dcgmi"]
     assert call.timeout == 10
     assert "pair/node01-node02/rail0" in got
-    report, _ = write_reports(RunDir(tmp_path))
+    report, _, _ = write_reports(RunDir(tmp_path))
     assert report["verdict"] != "ACCEPTED"
 
 
@@ -140,7 +140,7 @@ def test_an_unreachable_node_is_one_error_and_its_links_are_skipped(tmp_path: Pa
     # nothing was started for a pair with it, and no node check judged it
     assert not [c for c in ex.calls if c.how == "start"]
     assert not [x for x in records if x["kind"] == "node" and x["node"] == "node02"]
-    report, _ = write_reports(RunDir(tmp_path))
+    report, _, _ = write_reports(RunDir(tmp_path))
     assert report["verdict"] != "ACCEPTED" and report["culprits"] == []
 
 
@@ -356,7 +356,7 @@ def test_resume_runs_only_what_is_missing(tmp_path: Path, kill_after: int) -> No
     asked = {step_of.get((c.node, key_of(c.argv))) for c in again.calls} - {None}
     assert asked and not asked & done_before
     assert r2.port_base != r.port_base  # a new port block: the killed run's servers may linger
-    report, _ = write_reports(RunDir(tmp_path))
+    report, _, _ = write_reports(RunDir(tmp_path))
     assert report["verdict"] == "ACCEPTED"
 
 

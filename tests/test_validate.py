@@ -278,7 +278,7 @@ def run_dir(tmp_path: Path) -> RunDir:
 
 
 def test_reports_from_the_run_directory_alone(run_dir: RunDir) -> None:
-    report, verdict = write_reports(run_dir)
+    report, verdict, _ = write_reports(run_dir)
     assert verdict.exit_code == 2 and report["verdict"] == "REJECTED"
     again = json.loads((run_dir.path / "report.json").read_text())
     assert again["culprits"][0]["where"].startswith("n4 mlx5_1")
@@ -360,7 +360,7 @@ def test_a_cut_line_is_reported_beside_the_good_records_and_resume_drops_it(
 ) -> None:
     with run_dir.results.open("a") as fh:
         fh.write('{"id": "pair/n1-n2/rail0", "kind": "pa')  # the crash cut this line
-    report, verdict = write_reports(run_dir)
+    report, verdict, _ = write_reports(run_dir)
     assert verdict.exit_code == 2  # the culprits stand; the cut step is an error beside them
     assert any(e["code"] == "RUN-001" for e in report["errors"])
     again = RunDir(run_dir.path)

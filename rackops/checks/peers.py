@@ -19,6 +19,17 @@ from collections.abc import Mapping
 from rackops.findings import Finding, Status, Subject
 
 
+def gate_limit(
+    data: list[float], k: float, drop_pct: float, lower_is_better: bool = False
+) -> tuple[float, float, float]:
+    """The rack's median, its MAD, and the gate: k MADs or drop_pct of the median (the
+    wider) on the bad side of the median."""
+    med = statistics.median(data)
+    mad = statistics.median(abs(v - med) for v in data)
+    margin = max(k * mad, abs(med) * drop_pct / 100)
+    return med, mad, med + margin if lower_is_better else med - margin
+
+
 def peer_gate(
     values: Mapping[Subject, float],
     *,
@@ -31,11 +42,7 @@ def peer_gate(
 ) -> list[Finding]:
     if len(values) < min_peers:
         return []
-    data = list(values.values())
-    med = statistics.median(data)
-    mad = statistics.median(abs(v - med) for v in data)
-    margin = max(k * mad, abs(med) * drop_pct / 100)
-    limit = med + margin if lower_is_better else med - margin
+    med, mad, limit = gate_limit(list(values.values()), k, drop_pct, lower_is_better)
     out = []
     for subj, v in values.items():
         if (v > limit) if lower_is_better else (v < limit):

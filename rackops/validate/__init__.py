@@ -195,7 +195,7 @@ def validate(
         executor.close()
         if switch_reader is not None:
             switch_reader.close()
-    report, verdict = write_reports(rundir)
+    report, verdict, _ = write_reports(rundir)
     if apply_actions:
         for done in apply(actions(report, scheduler), slurm_env(slurm.conf)):
             progress(f"[actions] {' '.join(done.argv[:3])}: {'ok' if done.ok else done.output}")

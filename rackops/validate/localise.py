@@ -57,8 +57,11 @@ class Culprit:
         return " ".join(p for p in parts if p) or whole
 
     def as_dict(self) -> dict[str, Any]:
+        from rackops.validate.firstscreen import action_of
+
         out = asdict(self)
         out["where"] = self.where
+        out["action"] = action_of(self.kind, self.remediation)  # the report's fix group
         return out
 
 

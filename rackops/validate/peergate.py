@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from rackops.checks.peers import peer_gate
+from rackops.checks.peers import gate_limit, peer_gate
 from rackops.findings import Finding, Status, Subject
 from rackops.inventory.model import Cluster
 from rackops.profiles import Profile
@@ -27,6 +27,60 @@ HIGHER_IS_BETTER = {"Gb/s", "GB/s", "TFLOPS", "MHz", "W"}
 def peer_findings(
     records: list[dict[str, Any]], cluster: Cluster, profiles: dict[str, Profile]
 ) -> list[Finding]:
+    groups, links = _groups(records, cluster)
+    out: list[Finding] = []
+    for (_code, unit, tool, profile), values in sorted(groups.items()):
+        k, drop = _gate_of(profiles, profile)
+        flagged = peer_gate(
+            values,
+            metric=_metric(tool, unit),
+            unit=unit,
+            k=k,
+            drop_pct=drop,
+            lower_is_better=unit in LOWER_IS_BETTER,
+        )
+        out += _by_shared_end(flagged, links, _metric(tool, unit))
+    return out
+
+
+def peer_limits(
+    records: list[dict[str, Any]], cluster: Cluster, profiles: dict[str, Profile]
+) -> list[dict[str, Any]]:
+    """Each group's gate, where it has enough peers (the report draws it as a line)."""
+    groups, _ = _groups(records, cluster)
+    out = []
+    for (code, unit, tool, profile), values in sorted(groups.items()):
+        if len(values) < MIN_PEERS:
+            continue
+        k, drop = _gate_of(profiles, profile)
+        med, mad, limit = gate_limit(list(values.values()), k, drop, unit in LOWER_IS_BETTER)
+        out.append(
+            {
+                "code": code,
+                "unit": unit,
+                "tool": tool,
+                "profile": profile,
+                "median": round(med, 3),
+                "mad": round(mad, 3),
+                "limit": round(limit, 3),
+            }
+        )
+    return out
+
+
+MIN_PEERS = 4  # peer_gate's own default: fewer values say nothing about a straggler
+
+
+def _gate_of(profiles: dict[str, Profile], profile: str) -> tuple[float, float]:
+    t = profiles[profile].thresholds if profile in profiles else None
+    return (t.peer_mad_k, t.peer_drop_pct_min) if t else (4.0, 5.0)
+
+
+def _groups(
+    records: list[dict[str, Any]], cluster: Cluster
+) -> tuple[dict[tuple[str, str, str, str], dict[Subject, float]], dict[Subject, dict[str, Any]]]:
+    """The passing figures by what they measure (code, unit, tool, profile), and each
+    pair measurement's pair."""
     groups: dict[tuple[str, str, str, str], dict[Subject, float]] = defaultdict(dict)
     links: dict[Subject, dict[str, Any]] = {}  # a pair's measurement -> the pair (its meta)
     profile_of = {n.name: n.profile for n in cluster.nodes}
@@ -45,19 +99,7 @@ def peer_findings(
             groups[key][subj] = float(value)
             if rec["kind"] == "pair" and isinstance(rec.get("meta"), dict):
                 links[subj] = rec["meta"]
-    out: list[Finding] = []
-    for (_code, unit, tool, profile), values in sorted(groups.items()):
-        t = profiles[profile].thresholds if profile in profiles else None
-        flagged = peer_gate(
-            values,
-            metric=_metric(tool, unit),
-            unit=unit,
-            k=t.peer_mad_k if t else 4.0,
-            drop_pct=t.peer_drop_pct_min if t else 5.0,
-            lower_is_better=unit in LOWER_IS_BETTER,
-        )
-        out += _by_shared_end(flagged, links, _metric(tool, unit))
-    return out
+    return groups, links
 
 
 def _by_shared_end(

@@ -3,7 +3,6 @@ metrics.prom (node_exporter textfile) and a self-contained report.html."""
 
 from __future__ import annotations
 
-import math
 import re
 import shlex
 from collections import Counter, defaultdict
@@ -16,7 +15,10 @@ import markupsafe
 from rackops import data
 from rackops.errors import RackopsError
 from rackops.findings import STATUS_VALUE, Finding, Status, Subject
+from rackops.names import natural_key
+from rackops.validate import svgplots
 from rackops.validate.fabricreport import SWITCH_COLUMNS, isls, switch_ports
+from rackops.validate.firstscreen import ACTIONS, fix_groups, stage_margins
 from rackops.validate.gpureport import gpu_figures, gpu_traces, svg_trace
 from rackops.validate.localise import Verdict, localise
 from rackops.validate.records import damaged, is_number, one_line
@@ -79,7 +81,7 @@ def build_report(run: RunDir) -> dict[str, Any]:
         "culprits": [c.as_dict() for c in verdict.culprits],
         "errors": verdict.errors,
         "warnings": verdict.warnings,
-        "nodes": dict(sorted(nodes.items())),
+        "nodes": dict(sorted(nodes.items(), key=lambda kv: natural_key(kv[0]))),
         "pairs": pairs,
         "ports": ports,
         "cabling": next(
@@ -97,7 +99,35 @@ def build_report(run: RunDir) -> dict[str, Any]:
         "gpus": gpu_figures(records),
         "gpu_traces": gpu_traces(run, records),
         "steps": len(records),
+        "stages": stage_margins(records),
+        "link_lines": _link_lines(records),
     }
+
+
+def _link_lines(records: list[dict[str, Any]]) -> dict[str, dict[str, float | None]]:
+    """The lines the link pictures draw: the floor the pair tests were judged on (the most
+    common one, where profiles differ) and the peer gate the run computed."""
+    out: dict[str, dict[str, float | None]] = {}
+    for tool, key in (("perftest", "bw_gbps"), ("perftest-lat", "lat_us")):
+        floors = Counter(
+            f["expected"]
+            for r in records
+            if r["kind"] == "pair" and r["tool"] == tool
+            for f in r["findings"]
+            if is_number(f.get("expected"))
+        )
+        gates = [
+            g["limit"]
+            for r in records
+            if r["kind"] == "peers"
+            for g in (r.get("meta") or {}).get("limits") or []
+            if isinstance(g, dict) and g.get("tool") == tool and is_number(g.get("limit"))
+        ]
+        out[key] = {
+            "floor": floors.most_common(1)[0][0] if floors else None,
+            "gate": (max(gates) if key == "lat_us" else min(gates)) if gates else None,
+        }
+    return out
 
 
 MAX_FLEET_ROWS = 200  # differing facts shown in the report's fleet table
@@ -404,6 +434,23 @@ def prometheus(report: dict[str, Any]) -> str:
         "# TYPE rackops_culprits gauge",
         f"rackops_culprits {len(report['culprits'])}",
     ]
+    groups = {g["action"]: len(g["culprits"]) for g in fix_groups(report["culprits"])}
+    out += _gauge(
+        "rackops_fixes",
+        "Things to fix by what a technician does (cable, hca, gpu, switch, node, rerun).",
+        [({"action": a}, groups.get(a, 0)) for a in ACTIONS],
+    )
+    stages = report.get("stages") or []
+    out += _gauge(
+        "rackops_stage_margin_percent",
+        "The margin of a stage's figure closest to its floor (or ceiling), in percent of it.",
+        [({"stage": st["stage"], "unit": st["unit"]}, st["worst_margin_pct"]) for st in stages],
+    )
+    out += _gauge(
+        "rackops_stage_below_floor",
+        "How many of a stage's figures are on the wrong side of their floor (or ceiling).",
+        [({"stage": st["stage"], "unit": st["unit"]}, st["below_floor"]) for st in stages],
+    )
     return "\n".join(out) + "\n"
 
 
@@ -434,50 +481,56 @@ def _gpu_gauges(report: dict[str, Any]) -> list[str]:
     return out
 
 
-def _svg_curve(curve: dict[str, Any]) -> str:
-    pts = [(b, v) for b, v in curve["points"] if b > 0]
-    if not pts:
-        return ""
-    w, h, pad = 420, 180, 30
-    xs = [math.log2(b) for b, _ in pts]
-    top = max([v for _, v in pts] + [curve["floor_gbs"] or 0]) * 1.1 or 1
-    x0, x1 = min(xs), max(xs) if max(xs) > min(xs) else min(xs) + 1
+PORT_ROWS_MAX = 256  # above this, the port table holds the named ports and the worst grown
 
-    def px(b: float, v: float) -> tuple[float, float]:
-        return (
-            pad + (math.log2(b) - x0) / (x1 - x0) * (w - 2 * pad),
-            h - pad - v / top * (h - 2 * pad),
+
+def _port_rows(report: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
+    """The port table's rows, by node then HCA: all of them, or at scale the ports that
+    are not OK and the 20 whose errors grew most; and how many were left to report.json."""
+    ports = sorted(report["ports"], key=lambda p: (natural_key(p["node"]), natural_key(p["hca"])))
+    if len(ports) <= PORT_ROWS_MAX:
+        return ports, 0
+
+    def grown(p: dict[str, Any]) -> int:
+        return sum(int(v or 0) for c, v in p["delta"].items() if c != "corrected_bits")
+
+    worst = {id(p) for p in sorted(ports, key=grown, reverse=True)[:20] if grown(p)}
+    rows = [p for p in ports if p["status"] != "OK" or id(p) in worst]
+    return rows, len(ports) - len(rows)
+
+
+def _pictures(report: dict[str, Any]) -> list[tuple[str, markupsafe.Markup]]:
+    """The link distributions and the worst ports, drawn here (our own escaped SVG)."""
+    lines = report.get("link_lines") or {}
+    out = []
+    for key, unit, what, lower in (
+        ("bw_gbps", "Gb/s", "Link bandwidth per rail", False),
+        ("lat_us", "µs", "Link latency per rail", True),
+    ):
+        line = lines.get(key) or {}
+        status = "bw_status" if key == "bw_gbps" else "lat_status"
+        svg = svgplots.rail_distribution(
+            report["pairs"], key, unit, line.get("floor"), line.get("gate"), lower, status
         )
-
-    line = " ".join(f"{x:.1f},{y:.1f}" for x, y in (px(b, v) for b, v in pts))
-    svg = [
-        f'<svg viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img" '
-        f'aria-label="busbw vs size">',
-        f'<polyline fill="none" stroke="#2563eb" stroke-width="2" points="{line}"/>',
-    ]
-    if curve["floor_gbs"]:
-        y = px(pts[0][0], curve["floor_gbs"])[1]
-        svg.append(
-            f'<line x1="{pad}" x2="{w - pad}" y1="{y:.1f}" y2="{y:.1f}" '
-            f'stroke="#dc2626" stroke-dasharray="4"/><text x="{w - pad}" y="{y - 4:.1f}" '
-            f'text-anchor="end" font-size="10">floor {curve["floor_gbs"]} GB/s</text>'
-        )
-    svg.append(
-        f'<text x="{pad}" y="{h - 8}" font-size="10">{pts[0][0]} B</text>'
-        f'<text x="{w - pad}" y="{h - 8}" font-size="10" text-anchor="end">'
-        f"{pts[-1][0]} B</text></svg>"
-    )
-    return "".join(svg)
+        if svg:
+            out.append((what, markupsafe.Markup(svg)))
+    ports = svgplots.port_growth(report["ports"], PORT_COLUMNS)
+    if ports:
+        out.append(("Error growth of the worst ports during the run", markupsafe.Markup(ports)))
+    return out
 
 
-def html(report: dict[str, Any]) -> str:
+def html(report: dict[str, Any], comparison: dict[str, Any] | None = None) -> str:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATES),
         autoescape=jinja2.select_autoescape(["html", "j2"]),
         undefined=jinja2.StrictUndefined,
     )
     rails = sorted({p["rail"] for p in report["pairs"]})
-    nodes = sorted({p["server"] for p in report["pairs"]} | {p["client"] for p in report["pairs"]})
+    nodes = sorted(
+        {p["server"] for p in report["pairs"]} | {p["client"] for p in report["pairs"]},
+        key=natural_key,
+    )
     matrix = len(nodes) <= MATRIX_MAX_NODES
     heat: dict[int, dict[tuple[str, str], dict[str, Any]]] = {r: {} for r in rails}
     worst_link: dict[tuple[str, int], dict[str, Any]] = {}
@@ -490,8 +543,16 @@ def html(report: dict[str, Any]) -> str:
             if cur is None or (p.get("bw_gbps") or 0) < (cur.get("bw_gbps") or 0):
                 worst_link[(end, p["rail"])] = p
     checks = sorted({c for n in report["nodes"].values() for c in n})
+    port_rows, ports_left = _port_rows(report)
     return env.get_template("report.html.j2").render(
         r=report,
+        fixes=fix_groups(report["culprits"]),
+        stages=report.get("stages") or [],
+        pictures=_pictures(report),
+        port_rows=port_rows,
+        ports_left=ports_left,
+        bad_nodes=[n for n, st in report["nodes"].items() if set(st.values()) - {"OK"}],
+        comparison=comparison,
         rails=rails,
         pair_nodes=nodes,
         heat=heat,
@@ -501,7 +562,7 @@ def html(report: dict[str, Any]) -> str:
         port_columns=PORT_COLUMNS,
         switch_columns=SWITCH_COLUMNS,
         curves=[
-            (c["name"], markupsafe.Markup(_svg_curve(c)))  # our own SVG, numbers only
+            (c["name"], markupsafe.Markup(svgplots.nccl_curve(c)))  # our own SVG, escaped
             for c in report["nccl_curves"]
         ],
         traces=[
@@ -531,19 +592,28 @@ def actions(report: dict[str, Any], scheduler: str) -> list[list[str]]:
     return drain_commands(report, scheduler)
 
 
-def write_reports(run: RunDir) -> tuple[dict[str, Any], Verdict]:
+def write_reports(
+    run: RunDir, old: RunDir | None = None
+) -> tuple[dict[str, Any], Verdict, dict[str, Any] | None]:
+    """The run's reports; with ``old``, an earlier run of the rack, the comparison too
+    (compare.json, and its section in report.html)."""
+    from rackops.validate.compare import compare
+
     report = build_report(run)
     records = run.records()
     scheduler = scheduler_of_run(run)
+    cmp = compare(build_report(old), report, str(old.path), str(run.path)) if old else None
     # each written as a new file renamed over the old: a planted symlink is never followed
     run.write_json("report.json", report)
+    if cmp is not None:
+        run.write_json("compare.json", cmp)
     run.write_text("junit.xml", junit(report, records))
     run.write_text("metrics.prom", prometheus(report))
-    run.write_text("report.html", html(report))
+    run.write_text("report.html", html(report, cmp))
     run.write_text(
         "actions.sh",
         "#!/bin/sh\n# Actions for rejected nodes (rackops validate --apply-actions runs them)\n"
         f"# scheduler: {scheduler} (the inventory's rackops_scheduler)\n"
         + "".join(shlex.join(c) + "\n" for c in actions(report, scheduler)),
     )
-    return report, verdict_of(run, records)
+    return report, verdict_of(run, records), cmp

@@ -21,7 +21,7 @@ from rackops.validate.executor import (
     Executor,
     Target,
 )
-from rackops.validate.peergate import peer_findings
+from rackops.validate.peergate import peer_findings, peer_limits
 from rackops.validate.physical import Physical
 from rackops.validate.plan import PERFTEST_PORT, Plan
 from rackops.validate.rundir import RunDir
@@ -154,11 +154,13 @@ class Runner(NodeStage, FleetStage, GpuLoadStage, PairStage, SwitchStage, Ibdiag
     def _peers(self, done: set[str]) -> None:
         """The peer gate, over every figure of the run (the load's samples included)."""
         if self.suite.checks.peer_gate and "peers" not in done:
+            records = self.rundir.records()
             self._record(
                 "peers",
                 "peers",
                 None,
                 "peer-gate",
                 None,
-                peer_findings(self.rundir.records(), self.cluster, self.profiles),
+                peer_findings(records, self.cluster, self.profiles),
+                {"limits": peer_limits(records, self.cluster, self.profiles)},
             )

@@ -1,0 +1,192 @@
+"""The report read in a minute: the fixes grouped by what a technician does, each stage's
+margin over its floor, pictures drawn by rackops, two runs compared, and the whole of it
+in a real browser at 4 and 1,024 nodes (synthetic runs: rackops.validate.synthrun)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from browserkit import assert_readable, look
+
+from rackops.cli import main
+from rackops.names import natural_key
+from rackops.validate.firstscreen import action_of, fix_groups, margin
+from rackops.validate.localise import CABLE_FIX, JUMBO_FIX, LATENCY_FIX
+from rackops.validate.report import write_reports
+from rackops.validate.rundir import RunDir
+from rackops.validate.svgplots import rail_distribution
+from rackops.validate.synthrun import make_run, node_name
+
+PLANTED = {  # what synthrun plants in a 64-node run, and the fix group of each
+    ("hca", "node0006", "mlx5_2", None): "cable",  # slow with every partner on rail 2
+    ("hca", "node0010", "mlx5_6", None): "cable",  # port Polling
+    ("gpu", "node0019", None, 3): "gpu",  # GEMM below its floor
+    ("hca", "node0028", "mlx5_4", None): "cable",  # symbol errors under load
+}
+
+
+def culprits(report: dict[str, Any]) -> dict[tuple[Any, ...], str]:
+    return {(c["kind"], c["node"], c["hca"], c["gpu"]): c["action"] for c in report["culprits"]}
+
+
+@pytest.mark.parametrize(
+    ("kind", "remediation", "action"),
+    [
+        ("hca", CABLE_FIX, "cable"),
+        ("hca", LATENCY_FIX, "switch"),
+        ("hca", JUMBO_FIX, "switch"),
+        ("hca", "reseat or replace the missing HCA; check 'lspci | grep Mellanox'", "hca"),
+        ("hca", "mlxconfig -d DEV set ATS_ENABLED=1, then reboot", "node"),
+        ("hca", "Disabled: enable the switch port; Polling: no partner — check the cable", "cable"),
+        ("cabling", "swap the two cables back: node03 mlx5_2 and node04 mlx5_2", "cable"),
+        ("isl", "move the cable to spine-r6 port 2/1, as designed", "cable"),
+        ("isl", "enable LLDP on both switches (it names each ISL's far end)", "switch"),
+        ("leaf", "check leaf1-r0: port speeds, QoS/PFC config, buffer drops, uplinks", "switch"),
+        ("sm", "keep one SM master: stop the others, or give them a lower priority", "switch"),
+        ("gpu", "reseat the GPU/baseboard, check its power; RMA if it recurs", "gpu"),
+        ("gpu", "check the GPU's cooling (fans, cold plate, airflow, inlet temperature)", "gpu"),
+        ("link", "re-test both ends against known-good partners (--pairing suspects)", "rerun"),
+        ("node", "the node itself (PCIe, NUMA, firmware): check lspci link status", "node"),
+        ("nccl", "read the NCCL WARN line: a network error names the peer", "node"),
+        ("hca", "suspected, re-test: rackops validate --pairing suspects", "rerun"),
+    ],
+)  # fmt: skip
+def test_each_culprit_lands_in_the_fix_group_of_its_first_step(
+    kind: str, remediation: str, action: str
+) -> None:
+    assert action_of(kind, remediation) == action
+
+
+def test_fix_groups_keep_the_walk_order_and_sort_by_node() -> None:
+    cs = [
+        {"kind": "gpu", "node": "n10", "where": "n10 GPU 1", "remediation": "RMA"},
+        {"kind": "cabling", "node": "n9", "where": "n9 mlx5_0", "remediation": "swap"},
+        {"kind": "gpu", "node": "n9", "where": "n9 GPU 2", "remediation": "RMA"},
+    ]
+    groups = fix_groups(cs)
+    assert [g["action"] for g in groups] == ["cable", "gpu"]
+    assert [c["node"] for c in groups[1]["culprits"]] == ["n9", "n10"]
+
+
+def test_margins_turn_around_for_a_ceiling() -> None:
+    assert margin(392.0, 360.0, "Gb/s") == pytest.approx(32 / 360)
+    assert margin(1.9, 2.5, "us") == pytest.approx(0.24)
+    assert margin(3.0, 2.5, "us") < 0 and margin(300.0, 360.0, "Gb/s") < 0
+
+
+def test_natural_order_of_names() -> None:
+    assert sorted(["node10", "node9", "mlx5_10", "mlx5_2"], key=natural_key) == [
+        "mlx5_2",
+        "mlx5_10",
+        "node9",
+        "node10",
+    ]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    tmp = tmp_path_factory.mktemp("synthetic")
+    return {
+        "faulty": make_run(tmp / "faulty", nodes=64, seed=1),
+        "repaired": make_run(tmp / "repaired", nodes=64, seed=2, faults=False),
+        "small": make_run(tmp / "small", nodes=4, seed=3, faults=False),
+    }
+
+
+def test_stage_lines_name_the_figure_closest_to_each_line(runs: dict[str, Path]) -> None:
+    report, _, _ = write_reports(RunDir(runs["faulty"]))
+    stages = {s["stage"]: s for s in report["stages"]}
+    gemm = stages["GPU GEMM"]
+    assert gemm["below_floor"] == 1 and gemm["worst_where"] == "node0019 GPU 3"
+    assert gemm["worst_margin_pct"] < 0 < gemm["median_margin_pct"]
+    lat = stages["link latency (ib_write_lat)"]
+    assert lat["lower_is_better"] and lat["below_floor"] == 0 and lat["worst_margin_pct"] > 10
+    # the stages are listed worst first: the one to look at leads
+    assert [s["worst_margin_pct"] for s in report["stages"]] == sorted(
+        s["worst_margin_pct"] for s in report["stages"]
+    )
+    assert culprits(report) == PLANTED
+
+
+def test_the_link_picture_labels_the_slow_cable_and_draws_both_lines(
+    runs: dict[str, Path],
+) -> None:
+    report, _, _ = write_reports(RunDir(runs["faulty"]))
+    lines = report["link_lines"]["bw_gbps"]
+    assert lines["floor"] == 360.0 and 360.0 < lines["gate"] < 392.0
+    svg = rail_distribution(report["pairs"], "bw_gbps", "Gb/s", 360.0, lines["gate"], False)
+    labels = [s.split(">")[-1] for s in svg.split("</text>") if 'class="outlier"' in s]
+    assert labels and all("mlx5_2" in x or "mlx5_6" in x for x in labels), labels
+    assert "floor 360" in svg and "peer gate" in svg
+
+
+def test_names_in_a_picture_are_escaped() -> None:
+    pair = {
+        "server": "a", "client": "<script>x</script>", "client_hca": "m&0", "rail": 0,
+        "bw_gbps": 10.0, "status": "FAIL",
+    }  # fmt: skip
+    svg = rail_distribution([pair], "bw_gbps", "Gb/s", 360.0, None, False)
+    assert "<script>" not in svg and "&lt;script&gt;" in svg and "m&amp;0" in svg
+
+
+def test_compare_names_exactly_what_the_repair_fixed(
+    runs: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    faulty, repaired = runs["faulty"], runs["repaired"]
+    assert main(["report", "--compare", str(faulty), str(repaired), "--format", "json"]) == 0
+    cmp = json.loads(capsys.readouterr().out)
+    fixed = {(c["kind"], c["node"], c["hca"], c["gpu"]) for c in cmp["fixed"]}
+    assert fixed == set(PLANTED) and cmp["new"] == [] and cmp["still"] == []
+    assert cmp["regressed"] == []  # a new seed is run-to-run noise, never a regression
+    assert json.loads((repaired / "compare.json").read_text())["fixed"] == cmp["fixed"]
+    html = (repaired / "report.html").read_text()
+    assert 'id="compare"' in html and "node0019 GPU 3" in html
+
+
+def test_compare_the_other_way_names_the_new_faults_and_what_regressed(
+    runs: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["report", "--compare", str(runs["repaired"]), str(runs["faulty"])])
+    out = capsys.readouterr().out
+    assert code == 2  # the newer run is rejected
+    assert "4 fixed" not in out and "0 fixed, 4 new" in out
+    worse = [line for line in out.splitlines() if line.startswith("WORSE")]
+    assert any("node0019 GPU 3: GEMM" in w for w in worse), worse
+    assert any("mlx5_2" in w and "link bandwidth" in w for w in worse), worse
+    assert any("node0028 mlx5_4: port errors" in w for w in worse), worse
+    assert all("node0006" in w or "node0010" in w or "node0019" in w or "node0028" in w
+               for w in worse), worse  # fmt: skip
+
+
+def test_compare_refuses_a_directory_that_is_not_a_run(
+    runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["report", "--compare", str(tmp_path), str(runs["small"])]) != 0
+    assert "not a run directory" in capsys.readouterr().err
+
+
+def test_a_1024_node_report_is_small_and_reads_in_a_browser(tmp_path: Path) -> None:
+    run = make_run(tmp_path / "run", nodes=1024)
+    write_reports(RunDir(run))
+    html = run / "report.html"
+    assert html.stat().st_size < 2_000_000, html.stat().st_size
+    seen = look(html)
+    assert_readable(seen)
+    assert seen["fix_groups"] == [
+        "Replace, reseat or move a cable (3)",
+        "Cool, reseat or RMA a GPU (1)",
+    ]
+    # open: what holds a culprit (its rows only, all rows a click away); closed: the rest
+    assert seen["closed"] >= 4 and "nodes-all" in {n for n, _, _ in seen["opened"]}
+    assert any(node_name(5) in o and "mlx5_2" in o for o in seen["outliers"]), seen["outliers"]
+
+
+def test_a_clean_4_node_report_collapses_everything_but_the_verdict(runs: dict[str, Path]) -> None:
+    write_reports(RunDir(runs["small"]))
+    seen = look(runs["small"] / "report.html")
+    assert_readable(seen)
+    assert seen["fix_groups"] == [] and seen["outliers"] == []
+    assert {name for name, _, _ in seen["opened"]} >= {"nodes-section", "links", "ports-section"}
