@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from browserkit import assert_readable, look
 from labkit import provision_hosts, set_fabric_faults, validate
 from test_lab import pytestmark  # noqa: F401  (same skip/require rules)
 
@@ -86,3 +87,9 @@ def test_each_isl_fault_is_named_as_its_link_and_no_host_is_blamed(
         'rackops_switch_port_counter_delta{switch="leaf2-r3",port="swp64",counter="crc_errors"}'
         in prom
     )
+    # the 4-node lab report as people read it, in Chromium: the three links under one fix
+    # (the cables), on the first screen; the fabric section open, every other one opens
+    seen = look(tmp_path / "run" / "report.html")
+    assert_readable(seen)
+    assert seen["fix_groups"] == ["Replace, reseat or move a cable (3)"], seen["fix_groups"]
+    assert "fabric" not in {name for name, _, _ in seen["opened"]}
