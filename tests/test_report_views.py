@@ -5,6 +5,7 @@ in a real browser at 4 and 1,024 nodes (synthetic runs: rackops.validate.synthru
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -13,11 +14,12 @@ from browserkit import assert_readable, look
 
 from rackops.cli import main
 from rackops.names import natural_key
+from rackops.validate.compare import compare
 from rackops.validate.firstscreen import action_of, fix_groups, margin
 from rackops.validate.localise import CABLE_FIX, JUMBO_FIX, LATENCY_FIX
-from rackops.validate.report import write_reports
+from rackops.validate.report import build_report, write_reports
 from rackops.validate.rundir import RunDir
-from rackops.validate.svgplots import rail_distribution
+from rackops.validate.svgplots import fabric, rail_distribution
 from rackops.validate.synthrun import make_run, node_name
 
 PLANTED = {  # what synthrun plants in a 64-node run, and the fix group of each
@@ -123,6 +125,21 @@ def test_the_link_picture_labels_the_slow_cable_and_draws_both_lines(
     assert "floor 360" in svg and "peer gate" in svg
 
 
+def test_the_fabric_picture_puts_each_named_cable_under_its_leaf_in_red(
+    runs: dict[str, Path],
+) -> None:
+    report, _, _ = write_reports(RunDir(runs["faulty"]))
+    svg = fabric(report)
+    assert svg.count("<svg") == 1 and svg.count("rail ") == 8  # 64 nodes: 2 leaves a rail
+    red = re.findall(r'fill="#fecaca" stroke="#dc2626"><title>([^<]*)</title>', svg)
+    named = re.findall(r'class="named"[^>]*>([^<]*)<', svg)
+    # the three cables named (the GPU is on no leaf), each under the leaf it is cabled to
+    assert sorted(red) == ["leaf2-0", "leaf4-0", "leaf6-0"], red
+    assert sorted(named) == ["node0006 mlx5_2 → 7", "node0010 mlx5_6 → 11", "node0028 mlx5_4 → 29"]
+    clean, _, _ = write_reports(RunDir(runs["repaired"]))
+    assert "#fecaca" not in fabric(clean) and 'class="named"' not in fabric(clean)
+
+
 def test_names_in_a_picture_are_escaped() -> None:
     pair = {
         "server": "a", "client": "<script>x</script>", "client_hca": "m&0", "rail": 0,
@@ -146,6 +163,17 @@ def test_compare_names_exactly_what_the_repair_fixed(
     assert 'id="compare"' in html and "node0019 GPU 3" in html
 
 
+def test_a_culprit_the_later_run_did_not_test_is_not_called_fixed(runs: dict[str, Path]) -> None:
+    old = build_report(RunDir(runs["faulty"]))
+    new = build_report(RunDir(runs["repaired"]))  # as if run with --limit, node0019 left out
+    new["nodes"] = {n: v for n, v in new["nodes"].items() if n != "node0019"}
+    new["pairs"] = [p for p in new["pairs"] if "node0019" not in (p["server"], p["client"])]
+    new["limit"] = "all but node0019"
+    cmp = compare(old, new, "old", "new")
+    assert [(c["node"], c["gpu"]) for c in cmp["untested"]] == [("node0019", 3)]
+    assert {c["node"] for c in cmp["fixed"]} == {"node0006", "node0010", "node0028"}
+
+
 def test_compare_the_other_way_names_the_new_faults_and_what_regressed(
     runs: dict[str, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -156,7 +184,7 @@ def test_compare_the_other_way_names_the_new_faults_and_what_regressed(
     worse = [line for line in out.splitlines() if line.startswith("WORSE")]
     assert any("node0019 GPU 3: GEMM" in w for w in worse), worse
     assert any("mlx5_2" in w and "link bandwidth" in w for w in worse), worse
-    assert any("node0028 mlx5_4: port errors" in w for w in worse), worse
+    assert any("node0028 mlx5_4 [leaf4-0 29]: port errors" in w for w in worse), worse
     assert all("node0006" in w or "node0010" in w or "node0019" in w or "node0028" in w
                for w in worse), worse  # fmt: skip
 

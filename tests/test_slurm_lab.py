@@ -143,6 +143,9 @@ def states() -> dict[str, tuple[str, str]]:
     return {n: (s, r) for n, s, r in (line.split("|", 2) for line in out.splitlines())}
 
 
+RUNS: dict[str, Path] = {}  # run directories one test of the fault rack leaves to a later one
+
+
 class TestFaultRack:
     """The tests on the shared fault rack (its fixture lives as long as the class, so the
     labs after it get the machine to themselves)."""
@@ -157,6 +160,7 @@ class TestFaultRack:
         rc, report = validate(inv, tmp_path / "full")
         assert rc == 2 and report["verdict"] == "REJECTED"
         assert culprits(report) == SSH_EXPECTED
+        RUNS["faults"] = tmp_path / "full"  # compared with the clean rack's run below
         assert [(e["code"], e["subject"]["node"]) for e in report["errors"]] == [
             ("NODE-000", "node06")
         ]
@@ -313,6 +317,21 @@ class TestFaultRack:
         html = (tmp_path / "run" / "report.html").read_text()
         assert "ACCEPTED" in html
         assert report["fleet"]["how"] == "golden node01" and report["fleet"]["rows"] == []
+        if "faults" not in RUNS:
+            pytest.fail("the fault rack's run is missing: its test failed first")
+        # the faults cleared: compared with the fault rack's run, exactly its culprits on the
+        # nodes tested again are fixed; node05's is not tested again (--limit), none is new
+        proc = subprocess.run(
+            [str(VENV_BIN / "rackops"), "report", "--compare", str(RUNS["faults"]),
+             str(tmp_path / "run"), "--format", "json"],
+            cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr
+        cmp = json.loads(proc.stdout)
+        key = {(c["kind"], c["node"], c["hca"], c["gpu"]) for c in cmp["fixed"]}
+        assert key == {c for c in SSH_EXPECTED if c[1] != "node05"}, cmp["fixed"]
+        assert [c["node"] for c in cmp["untested"]] == ["node05"]
+        assert cmp["new"] == cmp["still"] == cmp["regressed"] == []
 
     def test_fleet_faults_are_named_by_golden_and_by_majority(
         self, fault_rack: Path, tmp_path: Path

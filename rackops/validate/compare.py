@@ -101,6 +101,8 @@ def compare(old: dict[str, Any], new: dict[str, Any], old_run: str, new_run: str
     """What changed from the ``old`` report to the ``new`` one."""
     before = {_identity(c): c for c in old["culprits"]}
     after = {_identity(c): c for c in new["culprits"]}
+    tested = _tested(new)
+    untested = {k: c for k, c in before.items() if k not in after and not tested(c)}
     notes = []
     for what in ("inventory", "suite"):
         if old.get(what) != new.get(what):
@@ -110,13 +112,30 @@ def compare(old: dict[str, Any], new: dict[str, Any], old_run: str, new_run: str
             "old": {"run": old_run, "verdict": old["verdict"], "started": old.get("started")},
             "new": {"run": new_run, "verdict": new["verdict"], "started": new.get("started")},
         },
-        "fixed": [c for k, c in before.items() if k not in after],
+        "fixed": [c for k, c in before.items() if k not in after and k not in untested],
+        "untested": list(untested.values()),  # on what the later run did not test
         "new": [c for k, c in after.items() if k not in before],
         "still": [c for k, c in after.items() if k in before],
         "regressed": _regressed(old, new),
         "noise_pct": NOISE_PCT,
         "notes": notes,
     }
+
+
+def _tested(report: dict[str, Any]) -> Any:
+    """Whether a run tested what a culprit names: its node was in the run (a limited run
+    did not re-test the others: their culprits are not fixed); a culprit of the fabric
+    (a leaf, a leaf–spine link, the SM) where the run was not limited or read its switch."""
+    nodes = set(report.get("nodes") or {})
+    nodes |= {p[end] for p in report.get("pairs") or [] for end in ("server", "client")}
+    switches = {p.get("switch") for p in report.get("switch_ports") or []}
+
+    def tested(c: dict[str, Any]) -> bool:
+        if c.get("node"):
+            return c["node"] in nodes
+        return not report.get("limit") or c.get("switch") in switches
+
+    return tested
 
 
 def summary(cmp: dict[str, Any]) -> str:
@@ -126,7 +145,12 @@ def summary(cmp: dict[str, Any]) -> str:
         f"{cmp['runs']['new']['run']} ({cmp['runs']['new']['verdict']})",
         *(f"NOTE   {n}" for n in cmp["notes"]),
     ]
-    for label, key in (("FIXED", "fixed"), ("NEW", "new"), ("STILL", "still")):
+    for label, key in (
+        ("FIXED", "fixed"),
+        ("NEW", "new"),
+        ("STILL", "still"),
+        ("UNTESTED", "untested"),
+    ):
         lines += [f"{label:6} {c['where']}: {c['message']}" for c in cmp[key]]
     lines += [
         f"WORSE  {d['where']}: {d['figure']} {d['old']:g} -> {d['new']:g}"
@@ -135,6 +159,7 @@ def summary(cmp: dict[str, Any]) -> str:
     ]
     lines.append(
         f"{len(cmp['fixed'])} fixed, {len(cmp['new'])} new, {len(cmp['still'])} still to fix, "
+        f"{len(cmp['untested'])} not tested again, "
         f"{len(cmp['regressed'])} regressed beyond {cmp['noise_pct']:g} % noise"
     )
     return "\n".join(lines)

@@ -514,6 +514,9 @@ def _pictures(report: dict[str, Any]) -> list[tuple[str, markupsafe.Markup]]:
         )
         if svg:
             out.append((what, markupsafe.Markup(svg)))
+    drawn = svgplots.fabric(report)
+    if drawn:
+        out.append(("The fabric: leaves per rail; in red what to fix", markupsafe.Markup(drawn)))
     ports = svgplots.port_growth(report["ports"], PORT_COLUMNS)
     if ports:
         out.append(("Error growth of the worst ports during the run", markupsafe.Markup(ports)))

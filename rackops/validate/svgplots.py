@@ -11,6 +11,8 @@ from collections import defaultdict
 from typing import Any
 from xml.sax.saxutils import escape
 
+from rackops.names import natural_key
+
 BINS = 48
 LABELS_PER_RAIL = 3  # outliers named on the picture; the tables name every one
 ROW_H, WIDTH, LEFT, RIGHT = 34, 720, 64, 16
@@ -203,3 +205,100 @@ def port_growth(ports: list[dict[str, Any]], columns: tuple[str, ...], top: int 
     out.append(f'<text x="{left}" y="{bar_h * len(grown) + 18}" font-size="10">{legend}</text>')
     out.append("</svg>")
     return "".join(out)
+
+
+LEAVES_PER_ROW = 16
+NAMED_PER_LEAF = 3
+
+
+def fabric(report: dict[str, Any]) -> str:
+    """The rack's fabric as rackops saw it: one row per rail, its leaves (and the spine
+    above them where leaf–spine links were read); a leaf, spine or link named to fix in
+    red, and under each leaf the cables named on it (node, HCA, switch port)."""
+    rail_of: dict[str, int] = {}
+    for p in report.get("pairs") or []:
+        for end in ("server_switch_port", "client_switch_port"):
+            sw = str(p.get(end) or "").split(" ")[0]
+            if sw:
+                rail_of.setdefault(sw, int(p["rail"]))
+    if not rail_of:
+        return ""
+    named: dict[str, list[str]] = defaultdict(list)
+    red_switches: set[str] = set()
+    for c in report.get("culprits") or []:
+        sw = c.get("switch")
+        if not sw:
+            continue
+        if c.get("kind") in ("leaf", "isl"):
+            red_switches.add(str(sw))
+        if c.get("node"):
+            named[str(sw)].append(
+                f"{c['node']} {c.get('hca') or ''} → {c.get('switch_port') or ''}"
+            )
+    spines: dict[str, str] = {}  # leaf -> its spine, from the leaf–spine links read
+    red_links: set[str] = set()
+    for link in report.get("isls") or []:
+        leaf, spine = str(link["leaf"]).split(" ")[0], str(link["spine"]).split(" ")[0]
+        spines[leaf] = spine
+        if link.get("status") != "OK":
+            red_links.add(leaf)
+    rails = sorted(set(rail_of.values()))
+    by_rail = {
+        r: sorted((s for s, rr in rail_of.items() if rr == r), key=natural_key) for r in rails
+    }
+    box_w, box_h, gap, label_h = 70, 22, 8, 11
+    row_h = box_h + (60 if spines else 16) + label_h * NAMED_PER_LEAF + 6
+    rows = [(r, chunk) for r in rails for chunk in _chunks(by_rail[r], LEAVES_PER_ROW)]
+    width = 60 + LEAVES_PER_ROW * (box_w + gap)
+    out = [
+        f'<svg class="fabric" viewBox="0 0 {width} {len(rows) * row_h + 10}" width="100%" '
+        f'style="max-width:{width}px" role="img" aria-label="the fabric: leaves per rail">'
+    ]
+    for i, (rail, leaves) in enumerate(rows):
+        top = 6 + i * row_h
+        leaf_y = top + (44 if spines else 0)
+        out.append(f'<text x="4" y="{leaf_y + 15}" font-size="11">rail {rail}</text>')
+        drawn_spines: dict[str, float] = {}
+        for j, leaf in enumerate(leaves):
+            x = 60 + j * (box_w + gap)
+            spine = spines.get(leaf)
+            if spine:
+                if spine not in drawn_spines:
+                    drawn_spines[spine] = x
+                    out.append(_box(x, top, box_w, box_h, spine, spine in red_switches))
+                bad = leaf in red_links
+                sx = drawn_spines[spine] + box_w / 2
+                out.append(
+                    f'<line x1="{x + box_w / 2:.0f}" y1="{leaf_y}" x2="{sx:.0f}" '
+                    f'y2="{top + box_h}" stroke="{"#dc2626" if bad else "#9ca3af"}" '
+                    f'stroke-width="{2 if bad else 1}"/>'
+                )
+            red = leaf in red_switches or bool(named.get(leaf))
+            out.append(_box(x, leaf_y, box_w, box_h, leaf, red))
+            cables = named.get(leaf, [])
+            for k, text in enumerate(cables[:NAMED_PER_LEAF]):
+                out.append(
+                    f'<text class="named" x="{x}" y="{leaf_y + box_h + label_h * (k + 1)}" '
+                    f'font-size="8" fill="#991b1b">{_esc(text)}</text>'
+                )
+            if len(cables) > NAMED_PER_LEAF:
+                out.append(
+                    f'<text x="{x + box_w}" y="{leaf_y + box_h + label_h * NAMED_PER_LEAF}" '
+                    f'font-size="8" text-anchor="end">+{len(cables) - NAMED_PER_LEAF}</text>'
+                )
+    out.append("</svg>")
+    return "".join(out)
+
+
+def _box(x: float, y: float, w: float, h: float, name: str, red: bool) -> str:
+    fill, stroke = ("#fecaca", "#dc2626") if red else ("#f3f4f6", "#9ca3af")
+    short = name if len(name) <= 11 else name[:10] + "…"
+    return (
+        f'<rect x="{x}" y="{y}" width="{w}" height="{h}" rx="3" fill="{fill}" '
+        f'stroke="{stroke}"><title>{_esc(name)}</title></rect><text x="{x + w / 2}" '
+        f'y="{y + 15}" font-size="10" text-anchor="middle">{_esc(short)}</text>'
+    )
+
+
+def _chunks(items: list[str], n: int) -> list[list[str]]:
+    return [items[i : i + n] for i in range(0, len(items), n)] or [[]]

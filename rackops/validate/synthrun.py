@@ -27,6 +27,12 @@ def node_name(i: int) -> str:
     return f"node{i + 1:04d}"
 
 
+def leaf_port(node: str, rail: int) -> tuple[str, str]:
+    """Where a node's HCA of a rail is cabled: 32 nodes a leaf, one leaf a rail each."""
+    n = int(node[4:])
+    return f"leaf{rail}-{n // 32}", str(n % 32 + 1)
+
+
 def _f(
     code: str,
     ok: bool,
@@ -61,7 +67,10 @@ def make_run(path: Path, nodes: int = 1024, seed: int = 1, faults: bool = True) 
             finding = _f(
                 "HCA-OK" if ok else "HCA-003",
                 ok,
-                {"node": node, "hca": None if ok else "mlx5_6"},
+                {"node": node}
+                if ok
+                else dict(zip(("switch", "switch_port"), leaf_port(node, 6), strict=True))
+                | {"node": node, "hca": "mlx5_6"},
                 message="" if ok else "physical state Polling, expected LinkUp",
                 remediation="" if ok else "Polling: no link partner — check the cable",
             )
@@ -117,7 +126,8 @@ def make_run(path: Path, nodes: int = 1024, seed: int = 1, faults: bool = True) 
             _f(
                 "PHY-OK" if rep["delta"]["symbol_errors"] < 10 else "PHY-002",
                 rep["delta"]["symbol_errors"] < 10,
-                {"node": node, "hca": dev},
+                {"node": node, "hca": dev}
+                | dict(zip(("switch", "switch_port"), leaf_port(node, int(dev[5:])), strict=True)),
                 remediation="clean or replace the transceiver and the cable",
             )
             for dev, rep in ports.items()
@@ -168,8 +178,8 @@ def _pairs(
                     "rail": r,
                     "server_hca": f"mlx5_{r}",
                     "client_hca": f"mlx5_{r}",
-                    "server_switch_port": f"leaf{r}-{int(a[4:]) // 32} {int(a[4:]) % 32 + 1}",
-                    "client_switch_port": f"leaf{r}-{int(b[4:]) // 32} {int(b[4:]) % 32 + 1}",
+                    "server_switch_port": " ".join(leaf_port(a, r)),
+                    "client_switch_port": " ".join(leaf_port(b, r)),
                 }
                 down = dead in (a, b) and r == 6
                 bw = round(rng.gauss(392, 1.5), 1)
