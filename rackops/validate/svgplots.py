@@ -261,13 +261,13 @@ def fabric(report: dict[str, Any]) -> str:
         drawn_spines: dict[str, float] = {}
         for j, leaf in enumerate(leaves):
             x = 60 + j * (box_w + gap)
-            spine = spines.get(leaf)
-            if spine:
-                if spine not in drawn_spines:
-                    drawn_spines[spine] = x
-                    out.append(_box(x, top, box_w, box_h, spine, spine in red_switches))
+            up = spines.get(leaf)
+            if up:
+                if up not in drawn_spines:
+                    drawn_spines[up] = x
+                    out.append(_box(x, top, box_w, box_h, up, up in red_switches))
                 bad = leaf in red_links
-                sx = drawn_spines[spine] + box_w / 2
+                sx = drawn_spines[up] + box_w / 2
                 out.append(
                     f'<line x1="{x + box_w / 2:.0f}" y1="{leaf_y}" x2="{sx:.0f}" '
                     f'y2="{top + box_h}" stroke="{"#dc2626" if bad else "#9ca3af"}" '
