@@ -33,8 +33,11 @@ def render_times(html: Path, repeat: int) -> tuple[float, float]:
             started = time.perf_counter()
             page.goto(html.as_uri(), wait_until="load")
             loads.append(time.perf_counter() - started)
+            page.wait_for_function(  # headless Chromium records the paint after the load
+                "performance.getEntriesByName('first-contentful-paint').length > 0"
+            )
             fcp = page.evaluate(
-                "performance.getEntriesByName('first-contentful-paint')[0]?.startTime ?? -1"
+                "performance.getEntriesByName('first-contentful-paint')[0].startTime"
             )
             paints.append(fcp / 1000)
             page.close()
