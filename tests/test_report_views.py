@@ -15,7 +15,7 @@ from browserkit import assert_readable, look
 from rackops.cli import main
 from rackops.names import natural_key
 from rackops.validate.compare import compare
-from rackops.validate.firstscreen import action_of, fix_groups, margin
+from rackops.validate.firstscreen import action_of, fix_groups, margin, stage_margins
 from rackops.validate.localise import CABLE_FIX, JUMBO_FIX, LATENCY_FIX
 from rackops.validate.report import build_report, write_reports
 from rackops.validate.rundir import RunDir
@@ -218,3 +218,83 @@ def test_a_clean_4_node_report_collapses_everything_but_the_verdict(runs: dict[s
     assert_readable(seen)
     assert seen["fix_groups"] == [] and seen["outliers"] == []
     assert {name for name, _, _ in seen["opened"]} >= {"nodes-section", "links", "ports-section"}
+
+
+# --- what a review found: unusual and hostile run directories -----------------------------
+
+
+def _pair_rec(findings: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"id": "pair/a-b/rail0", "kind": "pair", "tool": "perftest", "node": "b",
+            "findings": findings, "meta": {}}  # fmt: skip
+
+
+def test_the_link_floor_is_the_bandwidths_not_a_path_mtus() -> None:
+    from rackops.validate.report import _link_lines
+
+    mtu = {"code": "PERF-003", "status": "WARN", "expected": 4096, "unit": "bytes"}
+    bw = {"code": "PERF-OK", "status": "OK", "expected": 360.0, "unit": "Gb/s"}
+    recs = [_pair_rec([mtu, bw]), _pair_rec([mtu, bw]), _pair_rec([mtu])]
+    assert _link_lines(recs)["bw_gbps"]["floor"] == 360.0
+
+
+def test_a_stage_is_only_a_figure_whose_direction_is_known() -> None:
+    ber = {"code": "PHY-002", "status": "FAIL", "observed": 1e-6, "expected": 1e-8, "unit": "BER",
+           "subject": {"node": "a"}}  # fmt: skip
+    peer = {"code": "PEER-001", "status": "WARN", "observed": 300.0, "expected": 372.0,
+            "unit": "Gb/s", "subject": {"node": "a"}}  # fmt: skip
+    huge = {"code": "PERF-OK", "status": "OK", "observed": 1e308, "expected": 1e-300,
+            "unit": "Gb/s", "subject": {"node": "a"}}  # fmt: skip
+    recs = [
+        {"kind": "node", "tool": "phy", "findings": [ber]},
+        {"kind": "peers", "tool": "peer-gate", "findings": [peer]},
+        {"kind": "pair", "tool": "perftest", "findings": [huge]},
+    ]
+    assert stage_margins(recs) == []  # no inverted BER, no gate as a floor, no infinity
+
+
+def test_pictures_of_extreme_or_odd_figures_are_left_out_not_a_traceback() -> None:
+    from rackops.validate.report import PORT_COLUMNS
+    from rackops.validate.svgplots import port_growth
+
+    far = [
+        {"server": "a", "client": "b", "rail": 0, "bw_gbps": 1e308, "status": "OK"},
+        {"server": "c", "client": "d", "rail": 0, "bw_gbps": -1e308, "status": "OK"},
+    ]
+    assert rail_distribution(far, "bw_gbps", "Gb/s", 360.0, None, False) == ""
+    odd = [{"node": "a", "hca": "m", "delta": {"symbol_errors": 1.5, "link_downed": -1,
+                                               "rcv_errors": "x"}}]  # fmt: skip
+    assert port_growth(odd, PORT_COLUMNS) != "" and "+1<" in port_growth(odd, PORT_COLUMNS)
+    assert (
+        port_growth([{"node": "a", "hca": "m", "delta": {"link_downed": -3}}], PORT_COLUMNS) == ""
+    )
+
+
+def _culprit(kind: str, node: str | None, **more: Any) -> dict[str, Any]:
+    return {"kind": kind, "node": node, "gpu": None, "hca": None, "switch": None,
+            "switch_port": None, "peer": None, "evidence": [], "where": kind, "message": kind,
+            **more}  # fmt: skip
+
+
+def _report(culprits: list[dict[str, Any]], nodes: dict[str, dict[str, str]]) -> dict[str, Any]:
+    return {"culprits": culprits, "nodes": nodes, "pairs": [], "verdict": "X", "limit": None}
+
+
+def test_an_unreachable_node_is_not_tested_again_and_its_culprit_not_fixed() -> None:
+    old = _report([_culprit("gpu", "n3", gpu=2)], {"n3": {"nvidia-smi": "FAIL"}})
+    new = _report([], {"n3": {"ssh": "ERROR"}})
+    cmp = compare(old, new, "a", "b")
+    assert cmp["fixed"] == [] and [c["node"] for c in cmp["untested"]] == ["n3"]
+
+
+def test_a_link_is_one_culprit_in_either_direction_and_two_fabric_problems_are_two() -> None:
+    ab = _culprit("link", "a", hca="m0", peer="b/m0 [leaf 2]")
+    ba = _culprit("link", "b", hca="m0", peer="a/m0 [leaf 1]")
+    nodes = {"a": {"x": "OK"}, "b": {"x": "OK"}}
+    cmp = compare(_report([ab], nodes), _report([ba], nodes), "a", "b")
+    assert (len(cmp["still"]), cmp["fixed"], cmp["new"]) == (1, [], [])
+    sm = _culprit("sm", None, evidence=[{"code": "IBF-SM"}])
+    stage = _culprit("fabric", None, evidence=[{"code": "IBF-STAGE"}])
+    sm2 = _culprit("fabric", None, evidence=[{"code": "IBF-OTHER"}])
+    cmp = compare(_report([sm, stage], {}), _report([sm, sm2], {}), "a", "b")
+    assert [c["evidence"][0]["code"] for c in cmp["fixed"]] == ["IBF-STAGE"]
+    assert [c["evidence"][0]["code"] for c in cmp["new"]] == ["IBF-OTHER"]

@@ -9,6 +9,7 @@ node, GPU, HCA, switch port); its message may differ (a figure moved).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from rackops.names import natural_key
@@ -23,8 +24,17 @@ PORT_NOISE = 10
 
 
 def _identity(c: dict[str, Any]) -> tuple[Any, ...]:
+    """What a culprit names: a link by its two ends in either order; a culprit of no node
+    (the fabric, the SM, the fleet) also by the codes of its evidence, so two different
+    problems of the fabric are two culprits."""
+    if c["kind"] == "link" and c.get("peer"):
+        ends = sorted([f"{c.get('node')}/{c.get('hca')}", str(c["peer"]).split(" ")[0]])
+        return ("link", *ends)
+    codes = () if c.get("node") else tuple(
+        sorted({str(e.get("code")) for e in c.get("evidence") or [] if isinstance(e, dict)})
+    )  # fmt: skip
     return (c["kind"], c.get("node"), c.get("gpu"), c.get("hca"), c.get("switch"),
-            c.get("switch_port"))  # fmt: skip
+            c.get("switch_port"), c.get("peer") if not c.get("node") else None, codes)  # fmt: skip
 
 
 def _links(report: dict[str, Any]) -> dict[tuple[Any, ...], dict[str, Any]]:
@@ -44,6 +54,8 @@ def _change(old: Any, new: Any, lower_is_better: bool) -> float | None:
     if not (is_number(old) and is_number(new)) or old == 0:
         return None
     pct: float = float(new - old) / abs(old) * 100
+    if not math.isfinite(pct):
+        return None
     return pct if lower_is_better else -pct
 
 
@@ -92,7 +104,8 @@ def _errors(port: dict[str, Any]) -> int:
 
 
 def _row(where: str, figure: str, old: float, new: float, lower: bool) -> dict[str, Any]:
-    change = round((new - old) / abs(old) * 100, 1) if old else None  # from none: no ratio
+    pct = (new - old) / abs(old) * 100 if old else math.nan  # from none: no ratio
+    change = round(pct, 1) if math.isfinite(pct) else None
     return {"where": where, "figure": figure, "old": old, "new": new,
             "change_pct": change, "lower_is_better": lower}  # fmt: skip
 
@@ -123,11 +136,20 @@ def compare(old: dict[str, Any], new: dict[str, Any], old_run: str, new_run: str
 
 
 def _tested(report: dict[str, Any]) -> Any:
-    """Whether a run tested what a culprit names: its node was in the run (a limited run
-    did not re-test the others: their culprits are not fixed); a culprit of the fabric
+    """Whether a run tested what a culprit names: its node came to a verdict in the run (a
+    limited run did not re-test the others, an unreachable node was not tested: their
+    culprits are not fixed); a culprit of the fabric
     (a leaf, a leaf–spine link, the SM) where the run was not limited or read its switch."""
-    nodes = set(report.get("nodes") or {})
-    nodes |= {p[end] for p in report.get("pairs") or [] for end in ("server", "client")}
+    # a node is tested where one of its checks or links came to a verdict (an unreachable
+    # node, or one whose every check ERRORed, was not)
+    nodes = {n for n, checks in (report.get("nodes") or {}).items()
+             if any(st != "ERROR" for st in checks.values())}  # fmt: skip
+    nodes |= {
+        p[end]
+        for p in report.get("pairs") or []
+        if p.get("status") != "ERROR"
+        for end in ("server", "client")
+    }
     switches = {p.get("switch") for p in report.get("switch_ports") or []}
 
     def tested(c: dict[str, Any]) -> bool:

@@ -8,13 +8,14 @@ Both read only what a run records (culprits, and findings with a numeric ``obser
 
 from __future__ import annotations
 
+import math
 import re
 import statistics
 from collections import defaultdict
 from typing import Any
 
 from rackops.names import natural_key
-from rackops.validate.peergate import LOWER_IS_BETTER  # a unit better low: a ceiling
+from rackops.validate.peergate import HIGHER_IS_BETTER, LOWER_IS_BETTER
 from rackops.validate.records import is_number
 
 # the fix groups, in the order a technician walks the rack: hands on hardware first
@@ -97,9 +98,13 @@ def stage_margins(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for rec in records:
         for f in rec.get("findings") or []:
             obs, exp, unit = f.get("observed"), f.get("expected"), f.get("unit")
-            if not (is_number(obs) and is_number(exp) and exp > 0 and isinstance(unit, str)):
+            if rec["kind"] == "peers" or unit not in LOWER_IS_BETTER | HIGHER_IS_BETTER:
+                continue  # a unit whose direction is known; the peer gate is no floor
+            if not (is_number(obs) and is_number(exp) and exp > 0):
                 continue
-            stages[(rec["kind"], rec["tool"], unit)].append((margin(obs, exp, unit), f, rec))
+            m = margin(obs, exp, unit)
+            if math.isfinite(m):
+                stages[(rec["kind"], rec["tool"], unit)].append((m, f, rec))
     out = []
     for (kind, tool, unit), rows in stages.items():
         worst_margin, worst, rec = min(rows, key=lambda r: r[0])

@@ -108,13 +108,13 @@ def _link_lines(records: list[dict[str, Any]]) -> dict[str, dict[str, float | No
     """The lines the link pictures draw: the floor the pair tests were judged on (the most
     common one, where profiles differ) and the peer gate the run computed."""
     out: dict[str, dict[str, float | None]] = {}
-    for tool, key in (("perftest", "bw_gbps"), ("perftest-lat", "lat_us")):
-        floors = Counter(
+    for tool, key, unit in (("perftest", "bw_gbps", "Gb/s"), ("perftest-lat", "lat_us", "us")):
+        floors = Counter(  # the figure's own floor: not a path MTU's or a message size's
             f["expected"]
             for r in records
             if r["kind"] == "pair" and r["tool"] == tool
             for f in r["findings"]
-            if is_number(f.get("expected"))
+            if is_number(f.get("expected")) and f.get("unit") == unit
         )
         gates = [
             g["limit"]
@@ -492,7 +492,7 @@ def _port_rows(report: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
         return ports, 0
 
     def grown(p: dict[str, Any]) -> int:
-        return sum(int(v or 0) for c, v in p["delta"].items() if c != "corrected_bits")
+        return sum(svgplots.count(v) for c, v in p["delta"].items() if c != "corrected_bits")
 
     worst = {id(p) for p in sorted(ports, key=grown, reverse=True)[:20] if grown(p)}
     rows = [p for p in ports if p["status"] != "OK" or id(p) in worst]
@@ -555,6 +555,9 @@ def html(report: dict[str, Any], comparison: dict[str, Any] | None = None) -> st
         port_rows=port_rows,
         ports_left=ports_left,
         bad_nodes=[n for n, st in report["nodes"].items() if set(st.values()) - {"OK"}],
+        # the NCCL section opens on a multi-node culprit or a node's own NCCL test not OK
+        nccl_open=any(c["kind"] == "nccl" for c in report["culprits"])
+        or any(st.get("nccl-tests", "OK") != "OK" for st in report["nodes"].values()),
         comparison=comparison,
         rails=rails,
         pair_nodes=nodes,

@@ -49,6 +49,8 @@ def rail_distribution(
     lo, hi = min(bulk + lines), max(bulk + lines)
     span = (hi - lo) or abs(hi) or 1.0
     lo, hi = lo - span * 0.08, hi + span * 0.08
+    if not math.isfinite(hi - lo):  # figures at the ends of the float range: no axis
+        return ""
     plot_w = WIDTH - LEFT - RIGHT
     rails = sorted(by_rail)
     height = ROW_H * len(rails) + 36
@@ -161,15 +163,19 @@ def nccl_curve(curve: dict[str, Any]) -> str:
     return "".join(svg)
 
 
+def count(value: object) -> int:
+    """A counter's growth as a count: a number, whole and not negative (0 otherwise)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return 0
+    return max(0, int(value))
+
+
 def port_growth(ports: list[dict[str, Any]], columns: tuple[str, ...], top: int = 10) -> str:
     """The ports whose error counters grew most during the run (corrected bits aside: FEC
     corrects them by design), one bar each, stacked by counter."""
     counted = [c for c in columns if c != "corrected_bits"]
-    grown = [
-        (sum(int(p["delta"].get(c) or 0) for c in counted), p)
-        for p in ports
-        if any(p["delta"].get(c) for c in counted)
-    ]
+    grown = [(sum(count(p["delta"].get(c)) for c in counted), p) for p in ports]
+    grown = [(t, p) for t, p in grown if t > 0]
     grown.sort(key=lambda tp: (-tp[0], tp[1]["node"], tp[1]["hca"]))
     grown = grown[:top]
     if not grown:
@@ -189,7 +195,7 @@ def port_growth(ports: list[dict[str, Any]], columns: tuple[str, ...], top: int 
         )
         x = float(left)
         for j, c in enumerate(counted):
-            n = int(p["delta"].get(c) or 0)
+            n = count(p["delta"].get(c))
             if n:
                 bw = max(1.0, (w - left - 70) * n / peak)
                 out.append(
