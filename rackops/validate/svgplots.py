@@ -41,16 +41,11 @@ def rail_distribution(
             by_rail[int(p["rail"])].append((float(v), p))
     if not by_rail:
         return ""
-    values = sorted(v for rows in by_rail.values() for v, _ in rows)
     lines = [x for x in (floor, gate) if x is not None and math.isfinite(x)]
-    # the axis spans the lines and the bulk (1st to 99th percentile), so the shape of a
-    # healthy rail shows; a link beyond it is drawn at the edge, its value in its label
-    bulk = values[len(values) // 100 : len(values) - len(values) // 100] or values
-    lo, hi = min(bulk + lines), max(bulk + lines)
-    span = (hi - lo) or abs(hi) or 1.0
-    lo, hi = lo - span * 0.08, hi + span * 0.08
-    if not math.isfinite(hi - lo):  # figures at the ends of the float range: no axis
+    axis = _axis(sorted(v for rows in by_rail.values() for v, _ in rows), lines)
+    if axis is None:
         return ""
+    lo, hi = axis
     plot_w = WIDTH - LEFT - RIGHT
     rails = sorted(by_rail)
     height = ROW_H * len(rails) + 36
@@ -124,6 +119,17 @@ def rail_distribution(
         f"{hi:.4g} {_esc(unit)}</text></svg>"
     )
     return "".join(out)
+
+
+def _axis(values: list[float], lines: list[float]) -> tuple[float, float] | None:
+    """The axis spans the lines and the bulk (1st to 99th percentile), so the shape of a
+    healthy rail shows; a link beyond it is drawn at the edge, its value in its label.
+    None for figures at the ends of the float range, where no axis can be drawn."""
+    bulk = values[len(values) // 100 : len(values) - len(values) // 100] or values
+    lo, hi = min(bulk + lines), max(bulk + lines)
+    span = (hi - lo) or abs(hi) or 1.0
+    lo, hi = lo - span * 0.08, hi + span * 0.08
+    return (lo, hi) if math.isfinite(hi - lo) else None
 
 
 def nccl_curve(curve: dict[str, Any]) -> str:
