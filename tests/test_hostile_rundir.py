@@ -795,3 +795,34 @@ def test_resume_nodes_never_takes_the_slurm_conf_from_the_run_directory(
     seen.unlink()
     rc, out, err = cli("resume-nodes", str(run), "--slurm-conf", mine)
     assert rc == 0 and set(seen.read_text().split()) == {mine}, seen.read_text()
+
+
+def test_a_record_the_reader_would_refuse_is_written_as_that_steps_error(tmp_path: Path) -> None:
+    """A stage that records what a garbled tool printed (None, a control character, NaN)
+    must not lose the run: the step is written as its node's ERROR, and every record of the
+    run is read back."""
+    from rackops.validate.records import Record
+    from rackops.validate.rundir import RunDir
+
+    run = RunDir(tmp_path / "run")
+    ok = {"code": "PHY-001", "status": "OK", "subject": {"node": "node02"}, "message": "fine"}
+    run.append(Record("phy/node02/before", "snapshot", "node02", "phy", [ok], {"t": 1.0}))
+    for i, meta in enumerate(
+        [
+            {"states": {"mlx5_3": "Act\x00\x1b[?%$#@!"}},  # a garbled state
+            {"t": float("nan")},
+            {"ports": {"mlx5_0": {"family": "ib", "counters": {"x": "5000.0"}}}},
+        ]
+    ):
+        run.append(Record(f"phy/node0{i + 3}/before", "snapshot", f"node0{i + 3}", "phy", [], meta))
+    pair = {"server": "node01"}  # a pair record missing its required fields
+    run.append(Record("pair/node01-node09/rail0", "pair", "node01", "ib_write_bw", [], pair))
+    recs = {r["id"]: r for r in run.records()}
+    assert run.unreadable == [] and len(recs) == 5
+    assert recs["phy/node02/before"]["findings"][0]["status"] == "OK"
+    for rid in ("phy/node03/before", "phy/node04/before", "phy/node05/before"):
+        (f,) = recs[rid]["findings"]
+        assert f["status"] == "ERROR" and f["code"] == "RUN-002", f
+        assert f["subject"]["node"] == rid.split("/")[1]
+    assert "not a one-line label" in recs["phy/node03/before"]["findings"][0]["message"]
+    assert recs["pair/node01-node09/rail0"]["kind"] == "node"  # no pair meta to index

@@ -566,3 +566,100 @@ def test_one_link_failing_bandwidth_and_latency_is_one_link() -> None:
 def test_a_slow_leaf_is_named_though_its_latency_passes() -> None:
     recs = _bw_and_lat(lambda a, b, r, k: r == 1 and k == "bw")
     assert [(c.kind, c.switch) for c in localise(recs).culprits] == [("leaf", "leaf-r1")]
+
+
+# --- a garbled tool output: that node's ports ERROR, the run's records stay readable ----------
+
+
+class ToolsOnPath(LocalExecutor):
+    """hwsim's tools as commands on PATH, so a batch script (``sh`` running several reads
+    side by side) runs them as a target's shell would."""
+
+    def __init__(self, tmp: Path, scenario: Path) -> None:
+        import sys
+
+        from rackops.lab.hwsim.__main__ import TOOLS
+
+        super().__init__(scenario, tmp / "state")
+        self.bin = tmp / "bin"
+        self.bin.mkdir()
+        for tool in TOOLS:
+            exe = self.bin / tool
+            exe.write_text(f'#!/bin/sh\nexec {sys.executable} -m hwsim {tool} "$@"\n')
+            exe.chmod(0o755)
+
+    def run(self, t: Any, argv: Any, timeout: float, become: bool | None = None) -> Any:
+        import os
+        import subprocess
+        import time
+
+        from rackops.validate.executor import CommandResult
+
+        env = {
+            **os.environ,
+            "PATH": f"{self.bin}:{os.environ['PATH']}",
+            "PYTHONPATH": str(ROOT / "rackops" / "lab"),
+            "RACKOPS_HWSIM_SCENARIO": str(self.scenario),
+            "RACKOPS_HWSIM_STATE": str(self.state),
+            "RACKOPS_HWSIM_NODE": t.name,
+        }
+        started = time.monotonic()
+        proc = subprocess.run(
+            list(argv), env=env, capture_output=True, text=True, timeout=timeout, check=False
+        )
+        return CommandResult(
+            t.name,
+            tuple(argv),
+            proc.returncode,
+            proc.stdout,
+            proc.stderr,
+            time.monotonic() - started,
+        )
+
+
+@pytest.mark.parametrize("tool", ["ibstat", "ethtool", "mlxlink"])
+@pytest.mark.parametrize("keep", [0.05, 0.4, 0.9])
+def test_a_garbled_tool_output_is_that_nodes_error_and_the_run_reads_its_records(
+    tmp_path: Path, tool: str, keep: float
+) -> None:
+    """A cut, corrupted output (a hung driver, a killed command) of each tool the physical
+    stages read: the records written are ones the run-directory reader accepts, node01's
+    ports are ERROR and node02's are judged."""
+    import json
+
+    from test_checks import LAB_INV
+
+    from rackops.lab.scenario import Fault, NodeSpec, Scenario
+    from rackops.suites import load_suite
+    from rackops.validate.executor import Target
+    from rackops.validate.physical import Physical
+    from rackops.validate.rundir import RunDir
+
+    nodes = ["node01", "node02"]
+    garbled = Fault(kind="garbled", tool=tool, keep=keep)
+    spec = Scenario(nodes={"node01": NodeSpec(faults=(garbled,))})
+    rails = {n: {r: f"198.18.{r}.{10 + i}" for r in range(8)} for i, n in enumerate(nodes, 1)}
+    (tmp_path / "s.json").write_text(json.dumps(spec.for_hwsim(nodes, rails)))
+    cluster = load_inventory(LAB_INV).raise_for_errors()
+    params = load_suite("lab").checks.physical
+    assert params is not None
+    params = params.model_copy(update={"hold_down_s": 0})
+    rundir = RunDir(tmp_path / "run")
+    phy = Physical(
+        cluster,
+        {"h100-sxm-roce400": PROFILE},
+        {n: Target(n, "127.0.0.1") for n in nodes},
+        ToolsOnPath(tmp_path, tmp_path / "s.json"),  # type: ignore[arg-type]
+        rundir,
+        params,
+    )
+    phy.snapshot(tuple(nodes), set(), set(), "before")
+    phy.snapshot(tuple(nodes), set(), set(), "after")
+    recs = {(r["node"], r["id"].rsplit("/", 1)[-1]): r for r in rundir.records()}  # all read
+    assert rundir.unreadable == []
+    bad = [f for f in recs[("node01", "after")]["findings"] if f["status"] == "ERROR"]
+    assert bad, recs[("node01", "after")]["findings"]
+    assert all(f["subject"]["node"] == "node01" for f in bad)
+    good = recs[("node02", "after")]["findings"]  # judged: only what this host lacks warns
+    assert good and {f["status"] for f in good} <= {"OK", "WARN"}, good
+    assert all(f["code"] == "PHY-009" for f in good if f["status"] == "WARN"), good

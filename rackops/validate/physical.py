@@ -20,6 +20,7 @@ before the pair rounds, and the one after them with BER and optics.
 
 from __future__ import annotations
 
+import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
@@ -49,6 +50,8 @@ from rackops.validate.records import Record
 from rackops.validate.rundir import RunDir
 
 SETTLE_POLL_S = 2.0
+IBSTAT_FIX = "run ibstat on this host: a hung or failing driver prints a cut output (dmesg)"
+_STATE = re.compile(r"[A-Za-z][A-Za-z_ -]{0,31}")  # Active, Down, Polling, Armed, ...
 
 
 @dataclass
@@ -177,6 +180,9 @@ class Physical:
         return result, split(result.stdout)
 
     def _states(self, parts: dict[str, Part], node: Node) -> dict[str, str | None]:
+        """Each HCA's port state from ``ibstat``; None where it could not be read (no
+        output, a parse error, a CA cut before its state, or a state that is not a word:
+        a garbled output is never taken for a state)."""
         out: dict[str, str | None] = {h.device: None for h in node.hcas}
         part = parts.get("ibstat")
         if part is None:
@@ -187,7 +193,8 @@ class Physical:
             return out
         for ca in parsed.cas:
             if ca.name in out and ca.ports:
-                out[ca.name] = ca.ports[0].state
+                state = ca.ports[0].state
+                out[ca.name] = state if state and _STATE.fullmatch(state) else None
         return out
 
     def _samples(
@@ -263,6 +270,18 @@ class Physical:
             for h in node.hcas
             if h.device in errors
         ]
+        findings += [
+            Finding(
+                "PHY-000",
+                Status.ERROR,
+                self._subject(node, h),
+                "port state unreadable before the run (ibstat printed no state for it, or a "
+                "cut or garbled one): a port going down under load cannot be told",
+                remediation=IBSTAT_FIX,
+            )
+            for h in node.hcas
+            if states.get(h.device) is None
+        ]
         if any(r["kind"] == "pair" for r in self.rundir.records()):
             # resumed after the pairs ran: this baseline saw none of their traffic
             findings.append(
@@ -331,7 +350,18 @@ class Physical:
                     interval,
                     rep,
                 )
-            if str(was.get(h.device) or "").lower() == "active":
+            if states.get(h.device) is None:
+                port_findings.append(
+                    Finding(
+                        "PHY-000",
+                        Status.ERROR,
+                        s,
+                        "port state unreadable after the run (ibstat printed no state for it, "
+                        "or a cut or garbled one)",
+                        remediation=IBSTAT_FIX,
+                    )
+                )
+            elif str(was.get(h.device) or "").lower() == "active":
                 port_findings += judge_state(states.get(h.device), s)
             ml = parts.get(f"mlxlink/{h.device}")
             if ml is not None:

@@ -349,7 +349,7 @@ META: dict[str, Spec] = {  # per kind (and the phy tool): what readers index
     "pair": PAIR_META,
     "snapshot": {
         "ports": (False, map_of(fields(PORT_SAMPLE, closed=False), name)),
-        "states": (False, optional(map_of(label, name))),
+        "states": (False, optional(map_of(optional(label), name))),  # None: unread
         "t": (False, optional(number)),
         "hold_down_s": (False, optional(number)),
     },
@@ -380,9 +380,14 @@ OUTPUT: Spec = {  # RunDir.save_output: the command's evidence
 }
 
 
+def record_meta(kind: str, tool: object) -> Spec:
+    """The meta fields of a record of this kind (and the phy tool)."""
+    return META["phy"] if kind == "node" and tool == "phy" else META.get(kind, {})
+
+
 def record_spec(kind: str, tool: object) -> Spec:
     """The fields of a record of this kind: what it is, its findings, meta and output."""
-    meta = META["phy"] if kind == "node" and tool == "phy" else META.get(kind, {})
+    meta = record_meta(kind, tool)
     return {
         "schema": (False, integer),
         "id": (True, step_id),

@@ -24,6 +24,8 @@ from typing import Any
 
 from rackops.validate.executor import CommandResult
 from rackops.validate.records import (
+    NODE_RE,
+    OUTPUT,
     Bad,
     DamagedRunDir,
     Record,
@@ -34,6 +36,9 @@ from rackops.validate.records import (
     json_value,
     list_of,
     optional,
+    record_meta,
+    record_spec,
+    short,
     text,
 )
 
@@ -177,8 +182,12 @@ class RunDir:
         }
 
     def append(self, record: Record | dict[str, Any]) -> None:
+        """Append one record. It is checked against the schema the reader applies first: a
+        record this rackops would refuse to read back (a tool printed something no stage
+        expected) is written as that step's ERROR instead, so one garbled output costs its
+        node a verdict, never the run."""
         rec = record if isinstance(record, Record) else Record.of(record)
-        line = json.dumps(rec.as_json(), sort_keys=True)
+        line = json.dumps(writable(rec), sort_keys=True, allow_nan=False)
         flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
         with self._lock:
             try:
@@ -206,6 +215,45 @@ class RunDir:
         except Bad as exc:
             raise damaged(path, None, None, str(exc)) from None
         return value
+
+
+def writable(rec: Record) -> dict[str, Any]:
+    """The record's JSON if the reader accepts it; else the same step as an ERROR record
+    that says what could not be recorded (its raw output stays under raw/)."""
+    value = rec.as_json()
+    try:
+        value = json.loads(json.dumps(value, allow_nan=False))  # only JSON, no NaN
+        fields(record_spec(rec.kind, rec.tool), closed=True)(value, "")
+        return value
+    except (Bad, ValueError, TypeError, RecursionError) as exc:
+        why = short(str(exc), 300)
+    node = rec.node if isinstance(rec.node, str) and NODE_RE.fullmatch(rec.node) else None
+    finding = {
+        "code": "RUN-002",
+        "status": "ERROR",
+        "subject": {"node": node},
+        "message": f"this step's result could not be recorded as read ({why}): a tool printed "
+        "something no check expected; its raw output is kept under raw/",
+        "remediation": "rerun this node's checks; if it repeats, read the tool's raw output "
+        "and report it to rackops",
+    }
+    indexed = any(req for req, _ in record_meta(rec.kind, rec.tool).values())
+    kind = "node" if indexed else rec.kind  # a kind whose meta readers index: a node record
+    safe: dict[str, Any] = {
+        "schema": value.get("schema"),
+        "id": rec.id,
+        "kind": kind,
+        "node": node,
+        "tool": rec.tool,
+        "findings": [finding],
+        "meta": {},
+    }
+    output = {k: v for k, v in rec.output.items() if k in OUTPUT}
+    try:
+        fields(record_spec(kind, rec.tool), closed=True)({**safe, **output}, "")
+        return {**safe, **output}
+    except (Bad, TypeError):
+        return safe
 
 
 def read_regular(root: Path, path: Path, limit: int) -> bytes:
