@@ -22,9 +22,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rackops.scheduler.actions import NODE_RE
 from rackops.validate.executor import CommandResult
 from rackops.validate.records import (
-    NODE_RE,
     OUTPUT,
     Bad,
     DamagedRunDir,
@@ -222,9 +222,9 @@ def writable(rec: Record) -> dict[str, Any]:
     that says what could not be recorded (its raw output stays under raw/)."""
     value = rec.as_json()
     try:
-        value = json.loads(json.dumps(value, allow_nan=False))  # only JSON, no NaN
-        fields(record_spec(rec.kind, rec.tool), closed=True)(value, "")
-        return value
+        checked: dict[str, Any] = json.loads(json.dumps(value, allow_nan=False))  # no NaN
+        fields(record_spec(rec.kind, rec.tool), closed=True)(checked, "")
+        return checked
     except (Bad, ValueError, TypeError, RecursionError) as exc:
         why = short(str(exc), 300)
     node = rec.node if isinstance(rec.node, str) and NODE_RE.fullmatch(rec.node) else None
