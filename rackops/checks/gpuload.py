@@ -8,6 +8,15 @@ load, judged per GPU. Pure functions over parsed outputs; the run wires them (pl
 * Samples: a reason that means the hardware held the clocks down (HW slowdown, HW thermal
   slowdown, HW power brake, SW thermal slowdown) active in any sample under load FAILs the
   GPU naming the reason and how many samples showed it.
+* The clock floor: a GPU at its power limit lowers its clocks to stay there (SW Power Cap,
+  0x4). Under a power-bound load (dense GEMM) a healthy H100/H200 at 700 W runs well below
+  its base clock (a real H200: 1,365-1,545 MHz, median ~1,470, captures/h200-580), so a
+  clock the power cap explains is never held to the floor. The floor (the base clock) is
+  for the samples that no benign reason explains; a GPU slower than its peers under the
+  same load is the peer gate's business (LOAD-CLOCK). Sources: NVML's clocks event reasons
+  (SwPowerCap: "clocks have been optimized to ensure not to exceed currently set power
+  limits"); DCGM fails a diag only on HW slowdown, SW/HW thermal and power brake
+  (nvvs DcgmRecorder CheckForClocksEvent), never on the power cap.
 """
 
 from __future__ import annotations
@@ -15,6 +24,7 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from rackops.checks.xid import info
@@ -87,6 +97,16 @@ def judge_kernel_log(
 
 
 LOADED_UTIL_PCT = 50.0  # a sample with the GPU at least this busy is "under load"
+# Reasons that explain a clock below base without a fault: the power cap (at its limit),
+# application clocks set by an administrator, sync boost, a display clock setting.
+EXPLAINED = ("sw_power_cap", "applications_clocks_setting", "sync_boost", "display_clock_setting")
+# The power cap explains a low clock when the GPU draws at or near its limit: the capped
+# samples' median draw at least this share of the limit in force. A real H200 under GEMM:
+# median 690 W of 700 W (0.99), single samples as low as 255 W while the cap held (the draw
+# is a 1 s average, the reason an instant), so the rule is on the median, not each sample.
+POWER_CAP_NEAR = 0.85
+# the floor is judged only on at least this many unexplained loaded samples
+MIN_UNEXPLAINED = 3
 
 
 def _median(xs: Sequence[float]) -> float | None:
@@ -138,6 +158,62 @@ def _loaded(s: Any) -> bool:
     return True
 
 
+@dataclass(frozen=True)
+class PowerCap:
+    """The power cap of one GPU's loaded samples: how many showed it, their median draw
+    against the limit in force, and whether that is at or near the limit."""
+
+    samples: int
+    loaded: int
+    draw_w: float | None
+    limit_w: float | None
+
+    @property
+    def near(self) -> bool:
+        if self.draw_w is None or not self.limit_w:
+            return True  # no power field sampled: the driver's reason is all there is
+        return self.draw_w >= POWER_CAP_NEAR * self.limit_w
+
+    @property
+    def why(self) -> str:
+        at = (
+            f" at {self.draw_w:.0f} W of its {self.limit_w:.0f} W limit"
+            if self.draw_w is not None and self.limit_w
+            else ""
+        )
+        head = f"power-capped (SW Power Cap){at} in {self.samples} of {self.loaded} loaded samples"
+        if self.near:
+            return head
+        return (
+            head + ": far below the limit, so something else capped it (a BMC or chassis "
+            "power limit, an enforced limit below power.limit)"
+        )
+
+
+def power_cap(loaded: Sequence[Any]) -> PowerCap | None:
+    capped = [s for s in loaded if "sw_power_cap" in s.reasons]
+    if not capped:
+        return None
+    return PowerCap(
+        len(capped),
+        len(loaded),
+        _median([s.power_w for s in capped if s.power_w is not None]),
+        _median([s.power_limit_w for s in capped if s.power_limit_w is not None]),
+    )
+
+
+def _explained(s: Any, cap: PowerCap | None) -> bool:
+    """A loaded sample whose clock a benign reason explains (the power cap only when the
+    GPU's capped samples draw at or near the limit)."""
+    for r in s.reasons:
+        if r == "sw_power_cap":
+            if cap is not None and cap.near:
+                return True
+        elif r in EXPLAINED:
+            return True
+    return False
+
+
 def _judge_gpu(
     index: int | None, bus: str | None, rows: list[Any], node: str, limits: Any
 ) -> list[Finding]:
@@ -154,6 +230,9 @@ def _judge_gpu(
     mem_hottest = max((s.mem_temp_c for s in rows if s.mem_temp_c is not None), default=None)
     clock = _median([s.sm_clock_mhz for s in loaded if s.sm_clock_mhz is not None])
     power = _median([s.power_w for s in loaded if s.power_w is not None])
+    cap = power_cap(loaded)
+    free = [s for s in loaded if not _explained(s, cap)]
+    free_clock = _median([s.sm_clock_mhz for s in free if s.sm_clock_mhz is not None])
     if limits is not None:
         if hottest is not None and hottest > limits.gpu_temp_c_max:
             problems.append(f"{hottest:g} °C, above the {limits.gpu_temp_c_max:g} °C ceiling")
@@ -161,16 +240,24 @@ def _judge_gpu(
             problems.append(
                 f"memory {mem_hottest:g} °C, above the {limits.mem_temp_c_max:g} °C ceiling"
             )
-        if clock is not None and clock < limits.sm_clock_mhz_min:
+        if (
+            free_clock is not None
+            and len(free) >= MIN_UNEXPLAINED
+            and free_clock < limits.sm_clock_mhz_min
+        ):
             problems.append(
-                f"SM clock {clock:g} MHz under load (median of {len(loaded)} samples), below "
-                f"the {limits.sm_clock_mhz_min:g} MHz floor"
+                f"SM clock {free_clock:g} MHz under load with no reason that explains it "
+                f"(median of {len(free)} of {len(loaded)} loaded samples), below the "
+                f"{limits.sm_clock_mhz_min:g} MHz floor"
+                + (f"; {cap.why}" if cap is not None and not cap.near else "")
             )
     trace = (
         f"; under load: SM {clock:g} MHz, {power:.0f} W, hottest {hottest:g} °C"
         if clock is not None and power is not None and hottest is not None
         else ""
     )
+    if cap is not None:
+        trace += f"; {cap.why}"
     if problems:
         return [
             Finding(
@@ -178,9 +265,9 @@ def _judge_gpu(
                 Status.FAIL,
                 subj,
                 "under load: " + "; ".join(problems),
-                observed=clock if clock is not None else hottest,
-                expected=limits.sm_clock_mhz_min if limits is not None and clock else None,
-                unit="MHz" if clock is not None else "°C",
+                observed=free_clock if free_clock is not None else hottest,
+                expected=limits.sm_clock_mhz_min if limits is not None and free_clock else None,
+                unit="MHz" if free_clock is not None else "°C",
                 remediation="check the GPU's cooling (fans, cold plate, airflow, inlet "
                 "temperature) and the board's power (PSU, cables, power brake); run the "
                 "load again; RMA if it follows the GPU",
