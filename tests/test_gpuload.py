@@ -77,7 +77,10 @@ def test_the_profile_floor_and_ceilings_name_a_hot_or_slow_gpu() -> None:
     )
     assert "1740 MHz" not in got[0].message  # the median of the loaded samples only
     assert got[1].status is Status.FAIL and "89 °C, above the 87 °C ceiling" in got[1].message
-    assert "SM clock 1402.5 MHz under load with no reason that explains it" in got[1].message and "1590 MHz floor" in got[1].message
+    assert (
+        "SM clock 1402.5 MHz under load with no reason that explains it" in got[1].message
+        and "1590 MHz floor" in got[1].message
+    )
 
 
 def test_an_event_in_the_read_before_the_run_is_history_and_a_new_one_is_the_runs() -> None:

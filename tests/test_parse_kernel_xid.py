@@ -264,9 +264,11 @@ def test_unparseable_nvrm_line_is_incomplete() -> None:
 def test_cut_last_line_is_incomplete() -> None:
     full = "[ 25.948274] NVRM: Xid (PCI:0000:01:00): 13, Graphics Exception: ESR 0x4041b0=0x0\n"
     assert parse_kernel_xid(full).complete
-    log = parse_kernel_xid(full.rstrip("\n"))
-    assert not log.complete and not log.events
+    log = parse_kernel_xid(full.rstrip("\n"))  # never whole, but the Xid is not lost
+    assert not log.complete and [e.code for e in log.events] == [13]
     assert "final newline" in log.errors[0]
+    cut = parse_kernel_xid(full[:30])  # cut before the code: no event, still not whole
+    assert not cut.complete and not cut.events
     # a cut non-NVIDIA last line is harmless.
     log = parse_kernel_xid(full + "[ 26.000000] clocksource: Long readout")
     assert log.complete and len(log.events) == 1

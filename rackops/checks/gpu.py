@@ -245,6 +245,40 @@ def _health(g: GpuView, profile: Profile, subj: Subject) -> list[Finding]:
     return bad
 
 
+def _no_nvlink(profile: Profile, node: str | None) -> list[Finding]:
+    """``nvidia-smi nvlink -s`` printed nothing (exit 0): no GPU has an NVLink. OK where the
+    profile expects none; else every GPU the profile has FAILs with its links missing."""
+    spec = profile.gpu
+    if spec.nvlink_links == 0:
+        return [
+            Finding(
+                "GPU-010",
+                Status.OK,
+                Subject(node=node),
+                f"no NVLink, as profile {profile.name} expects (nvidia-smi nvlink lists none)",
+                0,
+                0,
+                "links",
+            )
+        ]
+    return [
+        Finding(
+            "GPU-010",
+            Status.FAIL,
+            Subject(node=node, gpu=i),
+            f"GPU {i}: no NVLink at all (nvidia-smi nvlink -s lists none), profile "
+            f"{profile.name} has {spec.nvlink_links} per GPU",
+            0,
+            spec.nvlink_links,
+            "links",
+            "check the fabric manager is running (systemctl status nvidia-fabricmanager) and "
+            "the NVSwitch baseboard is seen (nvidia-smi -q | grep -i fabric); reset the GPUs; "
+            "if no link comes up, the baseboard needs service",
+        )
+        for i in range(spec.count)
+    ]
+
+
 def _count_findings(present: list[int], want: int, profile: str, node: str | None) -> list[Finding]:
     """GPU count against the profile; a missing index is named as the subject."""
     if len(present) == want:
@@ -281,6 +315,8 @@ def _count_findings(present: list[int], want: int, profile: str, node: str | Non
 
 def check_nvlink(parsed: SmiNvlink, profile: Profile, *, node: str | None = None) -> list[Finding]:
     spec = profile.gpu
+    if parsed.no_nvlink:
+        return _no_nvlink(profile, node)
     listed = min((len(g.links) for g in parsed.gpus), default=0)
     short = parsed.complete and spec.nvlink_links > 0 and listed < spec.nvlink_links
     if not parsed.complete or short:

@@ -95,6 +95,44 @@ def num(text: str) -> float | None:
     return float(m.group()) if m else None
 
 
+# What a terminal acts on rather than shows. Real tools print these without a terminal too:
+# ``nvidia-smi topo -m`` underlines its header (ESC[4m ... ESC[0m) on every driver seen,
+# mlxlink colours its values (ESC[32m ... with the reset at the start of the next line) and
+# redraws progress with CR, mstflint's tools erase lines (ESC[2K) and back up (BS).
+_CSI = re.compile(r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]")  # colours, underline, erase, cursor
+_OSC = re.compile(r"(?:\x1b\]|\x9d)[^\x07\x1b\x9c\n]{0,4096}(?:\x07|\x1b\\|\x9c)")  # titles, links
+_ESC = re.compile(r"\x1b[@-Z\\^_]|\x1b[ -/]*[0-~]")  # the other escapes: ESC and one char
+_BACKSPACED = re.compile(r"[^\n\x08]\x08")
+
+
+def plain(text: str) -> str:
+    """A tool's output as a terminal would show it: escape sequences (colour, underline,
+    erase, titles) removed, a character and the backspace after it removed, and of a line a
+    progress bar redrew with carriage returns only what was drawn last. Text with CR and
+    no LF at all is a capture with old line ends: CR ends each line."""
+    text = text.replace("\r\n", "\n")
+    if "\x1b" in text or "\x9b" in text or "\x9d" in text:
+        text = _ESC.sub("", _CSI.sub("", _OSC.sub("", text)))
+    if "\x08" in text:
+        for _ in range(64):  # nested overstrikes; bounded
+            text, n = _BACKSPACED.subn("", text)
+            if not n:
+                break
+        text = text.replace("\x08", "")
+    if "\r" in text:
+        if "\n" not in text:
+            return text.replace("\r", "\n")
+        text = "\n".join(_last_drawn(line) for line in text.split("\n"))
+    return text
+
+
+def _last_drawn(line: str) -> str:
+    if "\r" not in line:
+        return line
+    drawn = [part for part in line.split("\r") if part.strip()]
+    return drawn[-1] if drawn else ""
+
+
 def check_limits(text: str) -> None:
     """Refuse input larger than the limits above before any parser looks at it."""
     if len(text) > MAX_INPUT_CHARS:

@@ -52,7 +52,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from rackops.parsers._common import MAX_COUNT, ParseError, bounded, check_limits
+from rackops.parsers._common import MAX_COUNT, ParseError, bounded, check_limits, plain
 
 __all__ = ["GpuEvent", "KernelLog", "parse_kernel_xid"]
 
@@ -245,7 +245,7 @@ def _probe_rest(rows: list[str], i: int, total: int, cut_at: int) -> str | None:
 
 
 def parse_kernel_xid(text: str) -> KernelLog:
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    text = plain(text)  # dmesg --color=always, CR line ends
     if not text.strip():
         raise ParseError("empty kernel log: no dmesg / journalctl -k text")
     check_limits(text)
@@ -289,8 +289,9 @@ def parse_kernel_xid(text: str) -> KernelLog:
             continue
         kernel_like = True
         if ends_cut and n == total:
+            # never whole (it may be cut mid-line), but an Xid whose code was printed is an
+            # event: the line is read as far as it goes, not dropped
             fail(n, "cut (the log ends without a final newline)", line)
-            break
         if sx >= 0 and (nvrm < 0 or sx < nvrm):
             body = _body(line, sx)
             ts, up = _stamps(line[:sx])

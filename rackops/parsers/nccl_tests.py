@@ -127,6 +127,7 @@ def parse_nccl_tests(text: str) -> NcclTests:
     avg = avg_ok = oob = None
     sweep: _Sweep | None = None
     foreign: list[str] = []  # lines inside the result table that nccl-tests never prints there
+    said: list[str] = []  # other lines, not comments: a failure's reason ("Invalid number ...")
     for raw in text.splitlines():
         line = raw.strip()
         body = line.lstrip("#").strip()
@@ -139,7 +140,9 @@ def parse_nccl_tests(text: str) -> NcclTests:
         elif body.startswith("Reducing maxBytes to "):
             sweep = _reduced(body, sweep)
         elif body.startswith("nccl-tests version"):
-            tests_version = body.split()[2]
+            words = body.split()
+            tests_version = words[2] if len(words) > 2 else None
+            nccl_version = nccl_version or _library(words)
         elif body.startswith("Collective test starting:"):
             collective = body.split(":", 1)[1].strip()
         elif body.startswith("Collective test concluded:"):
@@ -169,6 +172,10 @@ def parse_nccl_tests(text: str) -> NcclTests:
             rows.append(_row(tokens, header, line))
         elif _failure(body):
             errors.append(line)
+        elif not line.startswith("#") and "NCCL INFO" not in body and len(said) < 8:
+            said.append(line)  # a line of the tool's own (its reason, on stderr)
+    if errors:  # the failure line names the source line; the reason is the tool's own words
+        errors += [ln for ln in said if ln not in errors][:3]
     if header is None and not rows:
         if errors:
             meta = (len(ranks) or None, nccl_version, tests_version, tuple(ranks))
@@ -203,6 +210,21 @@ def parse_nccl_tests(text: str) -> NcclTests:
         complete and not cut,
         cut,
     )
+
+
+def _library(words: list[str]) -> str | None:
+    """NCCL's version from the 2.19+ header's ``nccl-library=22809``: NCCL_VERSION_CODE,
+    major*10000 + minor*100 + patch since 2.9 (22809 is 2.28.9), major*1000 + minor*100 +
+    patch before it (2708 is 2.7.8)."""
+    for w in words:
+        key, _, value = w.partition("=")
+        if key == "nccl-library" and value.isdigit() and len(value) <= 6:
+            code = int(value)
+            if code >= 10000:
+                return f"{code // 10000}.{code % 10000 // 100}.{code % 100}"
+            if code >= 1000:
+                return f"{code // 1000}.{code % 1000 // 100}.{code % 100}"
+    return None
 
 
 def _foreign(body: str) -> bool:

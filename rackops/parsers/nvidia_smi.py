@@ -358,6 +358,7 @@ class SmiNvlink:
     # every GPU lists as many links as the others and no error line: a cut output (the last
     # GPU's links missing) or an NVML error is never complete
     complete: bool = True
+    no_nvlink: bool = False  # the tool printed nothing, exit 0: no GPU has an NVLink
 
 
 _INDEX = re.compile(r"\d{1,9}")

@@ -54,6 +54,7 @@ from rackops.parsers._common import (
     bounded,
     check_limits,
     is_na,
+    plain,
 )
 from rackops.parsers.nvidia_smi import _UNIT
 
@@ -63,6 +64,7 @@ __all__ = [
     "Sample",
     "SmiPerf",
     "SmiSamples",
+    "parse_smi_any",
     "parse_smi_perf",
     "parse_smi_samples",
     "reasons",
@@ -497,7 +499,7 @@ def parse_smi_samples(text: str, fields: list[str] | None = None) -> SmiSamples:
     """The ``--query-gpu=… --format=csv[,nounits] -l/-lms`` stream. Pass ``fields`` for
     ``noheader`` output."""
     check_limits(text)
-    text = text.replace("\r\n", "\n")
+    text = plain(text)  # called directly by the run, not only through tools.parse
     _failed(text)
     errors: list[str] = []
     lines = text.split("\n")
@@ -546,3 +548,14 @@ def parse_smi_samples(text: str, fields: list[str] | None = None) -> SmiSamples:
     if not samples:
         errors.append("a CSV header but no sample row")
     return SmiSamples(tuple(header), tuple(samples), not errors, tuple(errors))
+
+
+def parse_smi_any(text: str) -> SmiPerf | SmiSamples:
+    """Either form ``docs/parsers.md`` lists for this tool: the ``-q [-d …]`` report, or
+    the ``--query-gpu=… --format=csv -l/-lms N`` stream (its first line is the CSV
+    header)."""
+    first = next((ln for ln in text.lstrip("\ufeff").splitlines() if ln.strip()), "")
+    cells = [c.strip() for c in first.split(",")]
+    if len(cells) > 1 and _header(cells):
+        return parse_smi_samples(text)
+    return parse_smi_perf(text)

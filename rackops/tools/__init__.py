@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from rackops.errors import RackopsError
 from rackops.findings import Finding, Status, Subject
-from rackops.parsers._common import ParseError, check_limits
+from rackops.parsers._common import MAX_INPUT_CHARS, ParseError, check_limits, plain
 from rackops.tools.base import Binary, Context, NodeCheck, Tool
 
 if TYPE_CHECKING:
@@ -80,8 +80,11 @@ def parse(tool: str, text: str) -> object:
     if t is None or t.parse is None:
         raise KeyError(tool)
     if not text.strip():
+        if t.empty is not None:
+            return t.empty()  # the tool's own answer (its exit status is the caller's)
         raise ParseError("the output is empty")
-    text = text.replace("\r\n", "\n").replace("\r", "\n")  # captures pasted from tickets
+    if len(text) <= MAX_INPUT_CHARS:  # larger: refused just below, unread
+        text = plain(text)  # as a terminal shows it: escapes, progress redraws, old line ends
     check_limits(text)  # size and line length, before any parser or regex sees it
     try:
         return t.parse(text)

@@ -40,7 +40,8 @@ class NodeCheck:
     expected_s: float  # how long the tool itself runs when healthy (for the estimate)
     per_hca: bool = False  # run once per cabled HCA; "{netdev}" in argv is its interface,
     # "{device}" its RDMA device (in every check: "{netdevs}"/"{devices}" become one
-    # argument per cabled interface/device, "{hw_root}" the node's rackops_hw_root)
+    # argument per cabled interface/device, "{hw_root}" the node's rackops_hw_root,
+    # "{gpus}" its GPU count from its profile)
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,9 @@ class Tool:
     order: int = 100  # where its node checks stand in stage 1
     binaries: tuple[Binary, ...] = ()
     both_streams: bool = False  # its parser reads stdout and stderr together
+    # what an empty output with exit status 0 means, where the tool means something by it
+    # (``nvidia-smi nvlink -s`` on a GPU with no NVLink prints nothing): None, an error
+    empty: Callable[[], Any] | None = None
     settles: bool = False  # a FAIL may be a link still training: re-read in the hold-down
     loads_gpus: bool = False  # it loads every GPU: one such check per node at a time (stage 1)
     no_check: str = ""  # why `rackops check` cannot judge one output of it

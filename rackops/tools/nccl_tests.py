@@ -22,18 +22,38 @@ COLLECTIVES = (
 )
 
 
-def argv(p: NcclParams, gpus_per_rank: int) -> list[str]:
+GPUS = "{gpus}"  # in a node check's argv: the node's GPU count, from its profile
+
+
+def argv(p: NcclParams, gpus_per_rank: int | str) -> list[str]:
     """One run of the collective from min to max bytes, doubling; ``-g`` GPUs per rank (all
-    eight on one node; one per rank across nodes, a rank per GPU)."""
+    of a node's GPUs on one node, ``{gpus}`` until the node is known; one per rank across
+    nodes, a rank per GPU)."""
     sizes = ["-b", str(p.min_bytes), "-e", str(p.max_bytes), "-f", "2"]
     return [p.collective, *sizes, "-g", str(gpus_per_rank), "-n", str(p.iterations)]
+
+
+SINGLE_NODE = "nccl-single-node"
 
 
 def plan(suite: Suite, cluster: Cluster) -> list[NodeCheck]:
     p = suite.checks.nccl_single_node
     if not p:
         return []
-    return [NodeCheck("nccl-single-node", "nccl-tests", tuple(argv(p, 8)), p.timeout_s, 60)]
+    return [NodeCheck(SINGLE_NODE, "nccl-tests", tuple(argv(p, GPUS)), p.timeout_s, 60)]
+
+
+def one_gpu_instead(collective: str, measured: bool) -> str:
+    """What a one-GPU node does instead of the single-node collective, said once."""
+    return (
+        f"one GPU: {collective} not run (over one rank it moves no data between GPUs, its "
+        "bus bandwidth is 0 by definition); "
+        + (
+            "this GPU is measured by the GEMM and HBM tests and its load samples"
+            if measured
+            else "nothing in this suite measures this GPU's throughput: enable gpu_load gemm/hbm"
+        )
+    )
 
 
 def check(parsed: Any, ctx: Context, node: str | None) -> list[Finding]:

@@ -9,6 +9,10 @@ import sys
 from .node import BUS, Node, emit
 from .thermal import run_load
 
+# one rank's algbw at large sizes: a device-local copy (2,130 GB/s at 4 GiB on a real H200,
+# captures/h200-580/nccl-all_reduce_perf-g1-1K-8G.out); busbw is 0 with one rank
+ONE_GPU_ALGBW = 2130.0
+
 
 def _size(text):
     mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
@@ -58,7 +62,7 @@ def nccl(node, tool, args):
     rank, size, local = _mpi()
     env = os.environ
     if (env.get("OMPI_COMM_WORLD_LOCAL_RANK") or env.get("SLURM_LOCALID") or "0") == "0":
-        run_load(node, node.gpus())  # one process per node loads its GPUs for the job's time
+        run_load(node, node.gpus(), kind="nccl")  # one process per node, for the job's time
     if rank != 0:
         return 0
     hosts_env = os.environ.get("RACKOPS_HWSIM_HOSTS")
@@ -75,6 +79,22 @@ def nccl(node, tool, args):
     else:
         for d in range(o["g"]):
             ranks.append((node.name, d))
+    if size == 1 and o["g"] > len(gpus_by_host[node.name]):
+        # the real failure (nccl-tests 2.19.6 on a 1-GPU node asked for -g 2,
+        # captures/h200-580/nccl-all_reduce_perf-g2-on-1gpu): the preamble, one line on
+        # stdout, the reason on stderr, exit 5
+        head = _preamble(node, tool, o)
+        emit(
+            node,
+            tool,
+            head + " .. %s pid %d: Test failure common.cu:1454\n" % (node.name, os.getpid()),
+        )
+        sys.stderr.write(
+            "Invalid number of GPUs: %d requested but only %d were found.\n"
+            "Please check the number of processes and GPUs per process.\n"
+            % (o["g"], len(gpus_by_host[node.name]))
+        )
+        return 5
     for h, d in ranks:
         if d not in gpus_by_host[h]:
             sys.stderr.write(
@@ -115,19 +135,36 @@ def nccl(node, tool, args):
     return 1 if oob else 0
 
 
-def _nccl_text(node, tool, o, ranks, nodes, sizes, peak, factor, wrong, coll):
-    """The text nccl-tests prints: preamble, ranks, the table, the summary."""
+def _preamble(node, tool, o):
+    """Down to ``# Using devices``. The 2025 generation as nccl-tests 2.19.6 built against
+    NCCL 2.28.9 prints it (captures/h200-580/nccl-*-g1.out): version line with the NCCL
+    headers' and library's version codes, ``unalign: 0`` closing the parameter line."""
     gen = str(node.formats.get("nccl-tests", "2025"))
     out = ""
     if gen == "2025":
         out += (
-            "# nccl-tests version 2.17.6 nccl-headers=22807 nccl-library=22807\n# Collective test starting: %s\n"
+            "# nccl-tests version 2.19.6 nccl-headers=22803 nccl-library=22809\n# Collective test starting: %s\n"
             % tool
         )
-    out += (
-        "# nThread 1 nGpus %d minBytes %d maxBytes %d step: %d(factor) warmup iters: %d iters: %d agg iters: 1 validation: %d graph: 0\n#\n# Using devices\n"
-        % (o["g"], o["b"], o["e"], o["f"], o["w"], o["n"], o["c"])
+    return out + (
+        "# nThread 1 nGpus %d minBytes %d maxBytes %d step: %d(factor) warmup iters: %d iters: %d agg iters: 1 validation: %d graph: 0%s\n#\n# Using devices\n"
+        % (
+            o["g"],
+            o["b"],
+            o["e"],
+            o["f"],
+            o["w"],
+            o["n"],
+            o["c"],
+            " unalign: 0" if gen == "2025" else "",
+        )
     )
+
+
+def _nccl_text(node, tool, o, ranks, nodes, sizes, peak, factor, wrong, coll):
+    """The text nccl-tests prints: preamble, ranks, the table, the summary."""
+    gen = str(node.formats.get("nccl-tests", "2025"))
+    out = _preamble(node, tool, o)
     for r, (h, d) in enumerate(ranks):
         bus = (
             "[0000:%s:00]" % BUS[d % 16].lower()
@@ -154,6 +191,8 @@ def _nccl_text(node, tool, o, ranks, nodes, sizes, peak, factor, wrong, coll):
     for size_b in sizes:
         busbw = peak * (1 - math.exp(-size_b / float(256 << 20))) if size_b >= 1024 else 0.0
         alg = busbw / factor if factor else busbw
+        if len(ranks) == 1:  # one rank moves nothing between GPUs: busbw 0, algbw a copy
+            alg, busbw = ONE_GPU_ALGBW * (1 - math.exp(-size_b / float(256 << 20))), 0.0
         t = size_b / (alg * 1e9) * 1e6 if alg > 0 else 3.1
         w = wrong if (wrong and size_b == sizes[-1]) else 0
         oob += 2 * (1 if w else 0)

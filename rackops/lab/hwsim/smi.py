@@ -19,6 +19,18 @@ _LIVE_UNITS = {
     "power.draw": "W",
     "power.limit": "W",
 }
+# the header names the canonical field, whichever alias was asked for: a real 580 driver
+# asked for clocks.sm,clocks.mem prints "clocks.current.sm [MHz], clocks.current.memory
+# [MHz]" (captures/h200-580/query-gpu-lms250.csv)
+_CANONICAL = {"clocks.sm": "clocks.current.sm", "clocks.mem": "clocks.current.memory"}
+# topo -m underlines its header line, also when stdout is not a terminal (seen on 580.159.04
+# and 590.48-610.57 captures: captures/h200-580/nvidia-smi-topo-m, nvidia_gpu_exporter)
+UNDERLINE, RESET = "\x1b[4m", "\x1b[0m"
+
+
+def _driver_major(node):
+    head = str(node.hw.get("driver", "0")).split(".")[0]
+    return int(head) if head.isdigit() else 0
 
 
 def _live_fields(node, g, now):
@@ -117,7 +129,7 @@ def _smi_query(node, gpus, args):
     units.update({f: " [%s]" % u for f, u in _LIVE_UNITS.items()})
     out = ""
     if "noheader" not in fmt:
-        out += ", ".join(f + (units.get(f, "")) for f in fields) + "\n"
+        out += ", ".join(_CANONICAL.get(f, f) + (units.get(f, "")) for f in fields) + "\n"
     loop = _loop_ms(args)
     while True:
         now = time.time()
@@ -220,13 +232,14 @@ def _smi_xml(node, gpus, args):
 def _smi_topo(node, gpus, args):
     """topo -m: the PCIe/NVLink matrix"""
     cols = ["GPU%d" % g for g in gpus] + ["NIC%d" % i for i in range(node.hw["hcas"])]
-    out = "\t" + "\t".join(cols) + "\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\n"
+    head = "\t".join(cols) + "\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID"
+    out = "\t" + (UNDERLINE + head + RESET if _driver_major(node) >= 580 else head) + "\n"
     for r in cols:
         cells = []
         for c in cols:
             if r == c:
                 cells.append(" X ")
-            elif r.startswith("GPU") and c.startswith("GPU"):
+            elif r.startswith("GPU") and c.startswith("GPU") and node.hw["nvlink_links"]:
                 cells.append("NV%d" % node.hw["nvlink_links"])
             else:
                 a, b = int(r[3:]), int(c[3:])
@@ -248,8 +261,12 @@ def _smi_topo(node, gpus, args):
 
 
 def _smi_nvlink(node, gpus, args):
-    """nvlink -s: every link's speed"""
+    """nvlink -s: every link's speed; nothing at all, exit 0, where the GPUs have no NVLink
+    (captures/h200-580/nvidia-smi-nvlink-s: one H200 passed through alone)"""
     out = ""
+    if not node.hw["nvlink_links"]:
+        emit(node, "nvidia-smi", out)
+        return 0
     for g in gpus:
         out += "GPU %d: %s (UUID: %s)\n" % (
             g,

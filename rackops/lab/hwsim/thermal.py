@@ -12,6 +12,16 @@ last seconds). Faults show only under load, as they do on real boards:
   Slowdown are asserted and the SM clock drops;
 * ``power_brake``: the board asserts the external power brake (HW Power Brake Slowdown and
   HW Slowdown) while loaded; clock and power drop.
+
+Each load has a kind, and the GPU answers it as a real one does (``captures/h200-580``,
+an H200 at its 700 W limit, the same GH100 die and limit as the lab's H100 SXM):
+
+* ``gemm`` (dense FP16 GEMM: dcgmproftester -t 1004, the DCGM stress plugins) is
+  power-bound: the GPU sits at its power limit (median 691 W of 700) with SW Power Cap
+  (0x4) active, its SM clock 1,365-1,545 MHz in steps of 15 (median ~1,425), below the
+  1,590 MHz base clock. A lower limit lowers the clock with it.
+* ``copy`` (device memory copy, -t 1005) is memory-bound: 1,980 MHz at ~466 W, no reason.
+* ``nccl``: bandwidth-bound like the copy (no capture of its power: below the cap).
 """
 
 from __future__ import annotations
@@ -30,8 +40,14 @@ IDLE_W = 69.0
 MAX_SM_MHZ = 1980
 IDLE_SM_MHZ = 345
 MEM_MHZ = 2619
-# NVML clock event reason bits (nvml.h): idle, HW slowdown, SW thermal, HW thermal, brake
-GPU_IDLE, HW_SLOWDOWN, HW_THERMAL, HW_POWER_BRAKE = 0x1, 0x8, 0x40, 0x80
+# NVML clock event reason bits (nvml.h): idle, SW power cap, HW slowdown, HW thermal, brake
+GPU_IDLE, SW_POWER_CAP, HW_SLOWDOWN, HW_THERMAL, HW_POWER_BRAKE = 0x1, 0x4, 0x8, 0x40, 0x80
+# under a power-bound load at a 700 W limit (captures/h200-580/query-gpu-lms250.csv)
+CAPPED_SM_MHZ = 1425  # the median; samples range 1,365-1,545 in steps of 15
+CAPPED_DRAW = 0.987  # of the limit (691 W of 700)
+COPY_DRAW = 466.0 / 700.0  # a memory copy at 1,980 MHz draws ~466 W of 700, no reason
+POWER_BOUND = ("gemm",)
+KINDS = ("gemm", "copy", "nccl")
 
 
 def _logs(node):
@@ -41,11 +57,12 @@ def _logs(node):
     return [os.path.join(STATE_DIR, name), os.path.join("/tmp", "rackops-hwsim-" + name)]
 
 
-def run_load(node, gpus, seconds=None):
-    """Load ``gpus`` for ``seconds`` (default ``hardware.load_s``): logged, then slept."""
+def run_load(node, gpus, seconds=None, kind="gemm"):
+    """Load ``gpus`` with a load of ``kind`` (``KINDS``) for ``seconds`` (default
+    ``hardware.load_s``): logged, then slept."""
     seconds = float(node.hw.get("load_s", 1.0) if seconds is None else seconds)
     start = time.time()
-    line = "%.3f %.3f %s\n" % (start, start + seconds, ",".join(str(g) for g in gpus))
+    line = "%.3f %.3f %s %s\n" % (start, start + seconds, ",".join(str(g) for g in gpus), kind)
     for path in _logs(node):
         try:
             os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -61,34 +78,45 @@ def run_load(node, gpus, seconds=None):
 
 
 def loads(node):
-    """Every (start, end, gpus) in the node's load log."""
+    """Every (start, end, gpus, kind) in the node's load log (a line of an older hwsim,
+    with no kind, is a power-bound load)."""
     out = []
     for path in _logs(node):
         try:
             with open(path, encoding="ascii") as fh:
                 for row in fh:
                     parts = row.split()
-                    if len(parts) == 3:
+                    if len(parts) in (3, 4):
                         gpus = {int(g) for g in parts[2].split(",") if g.isdigit()}
-                        out.append((float(parts[0]), float(parts[1]), gpus))
+                        kind = parts[3] if len(parts) == 4 else "gemm"
+                        out.append((float(parts[0]), float(parts[1]), gpus, kind))
         except (OSError, ValueError):
             continue
     return out
 
 
 def _heat(node, g, t):
-    """0 idle .. 1 at the load's steady temperature; and whether a load runs now."""
+    """0 idle .. 1 at the load's steady temperature; and the kinds of load running now."""
     tau = float(node.hw.get("thermal_tau_s", 0.3))
-    h, active = 0.0, False
-    for start, end, gpus in loads(node):
+    h, active = 0.0, set()
+    for start, end, gpus, kind in loads(node):
         if g not in gpus or t < start:
             continue
         if t <= end:
-            active = True
+            active.add(kind)
             h = max(h, 1 - math.exp(-(t - start) / tau))
         else:
             h = max(h, (1 - math.exp(-(end - start) / tau)) * math.exp(-(t - end) / tau))
     return h, active
+
+
+def capped_sm(limit, t):
+    """The SM clock of a power-capped GPU: the capture's median at 700 W, a lower limit
+    lower (clock ~ sqrt(power) near the cap), wandering +-60 MHz in 15 MHz steps as the
+    capture's does."""
+    base = CAPPED_SM_MHZ * math.sqrt(limit / 700.0)
+    wander = 60.0 * math.sin(t * 7.3) * math.cos(t * 1.9)
+    return int(min(MAX_SM_MHZ, round((base + wander) / 15.0) * 15))
 
 
 def sensors(node, g, t=None):
@@ -104,13 +132,17 @@ def sensors(node, g, t=None):
     reasons = 0 if active else GPU_IDLE
     sm = MAX_SM_MHZ if active else IDLE_SM_MHZ
     # power follows the load at once (the driver's 1 s average); only the heat lags
-    power = (0.84 * limit if active else IDLE_W) + 0.6 * g
+    power = (COPY_DRAW * 700.0 if active else IDLE_W) + 0.6 * g
+    if active & set(POWER_BOUND):  # at the power limit: the driver caps the clock
+        reasons |= SW_POWER_CAP
+        sm = capped_sm(limit, t)
+        power = CAPPED_DRAW * limit - 0.6 * g
     if temp >= SLOWDOWN_C:
-        reasons |= HW_THERMAL | HW_SLOWDOWN
+        reasons = (reasons & ~SW_POWER_CAP) | HW_THERMAL | HW_SLOWDOWN
         sm = 1305
         power *= 0.8
     if active and node.fault("power_brake", gpu=g):
-        reasons |= HW_POWER_BRAKE | HW_SLOWDOWN
+        reasons = (reasons & ~SW_POWER_CAP) | HW_POWER_BRAKE | HW_SLOWDOWN
         sm = 1095
         power = min(power, 0.45 * limit)
     return {

@@ -12,7 +12,7 @@ from typing import Any
 
 from rackops.findings import Finding, Status, Subject, worst
 from rackops.tools import get as get_tool
-from rackops.tools import judge_live
+from rackops.tools import judge_live, nccl_tests
 from rackops.tools._common import program_of
 from rackops.validate.executor import (
     CommandResult,
@@ -40,6 +40,7 @@ class NodeStage(StageBase):
         for rec in self.rundir.records():
             if rec["kind"] == "unreachable":
                 unreachable.add(rec["node"])
+        self._one_gpu_nodes(plan, done)
         # one work item: a check on up to executor.batch nodes (SSH: one node; Slurm: one
         # srun across many), each node's result judged and recorded as it comes back
         items: list[list[tuple[str, NodeCheck]]] = []
@@ -135,21 +136,47 @@ class NodeStage(StageBase):
             ]
         self._record(step, "node", node, check.tool, result, findings, meta)
 
+    def _gpus(self, node: str) -> int:
+        """The node's GPU count (the inventory's, else its profile's: ``Node.gpus``)."""
+        return self.cluster.node(node).gpus
+
+    def _one_gpu_nodes(self, plan: Plan, done: set[str]) -> None:
+        """A one-GPU node runs no single-node collective (its bus bandwidth is 0 by
+        definition): it says so, and what measures that GPU instead."""
+        single = next((c for c in plan.node_checks if c.name == nccl_tests.SINGLE_NODE), None)
+        if single is None:
+            return
+        load = self.suite.checks.gpu_load
+        measured = load is not None and bool(load.gemm or load.hbm)
+        for n in plan.nodes:
+            step = f"node/{n}/{single.name}"
+            if self._gpus(n) != 1 or step in done:
+                continue
+            said = nccl_tests.one_gpu_instead(single.argv[0], measured)
+            finding = Finding("NCCL-1GPU", Status.OK if measured else Status.WARN, Subject(n), said)
+            self._record(step, "node", n, single.tool, None, [finding])
+
     def _expand(self, node: str, checks: Sequence[NodeCheck]) -> list[NodeCheck]:
-        """Per-HCA checks become one check per cabled HCA of this node; ``{netdevs}`` and
-        ``{hw_root}`` take this node's values."""
+        """Per-HCA checks become one check per cabled HCA of this node; ``{netdevs}``,
+        ``{hw_root}`` and ``{gpus}`` take this node's values; a one-GPU node runs no
+        single-node collective (``_one_gpu_nodes``)."""
         out = []
         n = self.cluster.node(node)
+        gpus = n.gpus
         for c in checks:
             if not n.nvidia_stack and get_tool(c.tool).nvidia_stack:
                 continue  # an inbox-RDMA node has no DOCA-OFED or MFT program to run
-            if {"{netdevs}", "{devices}", "{hw_root}"} & set(c.argv):
+            if c.name == nccl_tests.SINGLE_NODE and gpus == 1:
+                continue
+            if {"{netdevs}", "{devices}", "{hw_root}", nccl_tests.GPUS} & set(c.argv):
                 argv: list[str] = []
                 for a in c.argv:
                     if a == "{netdevs}":
                         argv += [h.netdev for h in n.hcas]
                     elif a == "{devices}":
                         argv += [h.device for h in n.hcas]
+                    elif a == nccl_tests.GPUS:
+                        argv.append(str(gpus))
                     else:
                         argv.append(n.hw_root if a == "{hw_root}" else a)
                 c = replace(c, argv=tuple(argv))
@@ -191,6 +218,17 @@ class NodeStage(StageBase):
                     subj,
                     f"{program_of(result.argv)} is not installed ({result.stderr.strip()})",
                     remediation="run the provisioning playbook for this tool",
+                )
+            ]
+        if result.rc not in (0, None) and not (result.stdout + result.stderr).strip():
+            return [
+                Finding(
+                    "RUN-FAILED",
+                    Status.ERROR,
+                    subj,
+                    f"{' '.join(result.argv)[:200]} exited {result.rc} and printed nothing",
+                    remediation="run it by hand on this node; check the driver or daemon it "
+                    "talks to (dmesg)",
                 )
             ]
         text = result.stdout
