@@ -1,0 +1,126 @@
+"""hwsim against real captures: what the simulator prints is checked against what one real
+H200 printed (``../shared/captures/h200-580``, copied into ``tests/fixtures`` with their
+sources), never against what rackops expects. A lab test then fails where a real node would.
+
+Each test names the capture it holds hwsim to; docs/design.md ("The lab": a simulator fact
+and its capture) says how the two are tied."""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+from pathlib import Path
+
+from test_gpuload_sim import _bin, _sample_during_load
+
+from rackops.checks.gpuload import judge_samples
+from rackops.findings import Status
+from rackops.parsers import parse
+from rackops.parsers.nvidia_smi_perf import parse_smi_samples
+from rackops.profiles import load_profile
+from rackops.validate.stages.gpuload import sampler_argv
+
+FIX = Path(__file__).parent / "fixtures"
+REAL_CSV = (FIX / "nvidia-smi-perf/h200-580-query-gpu-lms250-gemm.txt").read_text()
+REAL_TOPO = (FIX / "nvidia-smi-topo/h200-580-1gpu-underlined.txt").read_text()
+REAL_NCCL_G1 = (FIX / "nccl-tests/h200-580-all-reduce-g1.txt").read_text()
+REAL_NCCL_FAIL = (FIX / "nccl-tests/h200-580-g2-on-1gpu-failure.txt").read_text()
+
+
+def _loaded(text: str) -> list:  # type: ignore[type-arg]
+    return [s for s in parse_smi_samples(text).samples if s.util_pct and s.util_pct >= 50]
+
+
+def _one_gpu(tmp: Path, **hw: object) -> dict[str, str]:
+    return _bin(tmp, {"hardware": {"gpus": 1, "load_s": 1.5, **hw}, "nodes": {}})
+
+
+def _run(env: dict[str, str], *argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(list(argv), env=env, capture_output=True, text=True, check=False)
+
+
+def test_under_gemm_the_simulated_gpu_is_power_capped_as_the_real_one(tmp_path: Path) -> None:
+    real = _loaded(REAL_CSV)
+    sim = _loaded(_sample_during_load(_bin(tmp_path, {"hardware": {"gpus": 2, "load_s": 1.5}})))
+    assert real and sim
+    assert {s.reasons for s in sim} == {s.reasons for s in real} == {("sw_power_cap",)}
+    lo, hi = min(s.sm_clock_mhz for s in real), max(s.sm_clock_mhz for s in real)
+    assert all(lo <= s.sm_clock_mhz <= hi for s in sim), [s.sm_clock_mhz for s in sim]
+    assert all(s.sm_clock_mhz % 15 == 0 for s in sim + real)  # the driver's 15 MHz steps
+
+    def share(rows: list) -> float:  # type: ignore[type-arg]
+        return statistics.median(s.power_w / s.power_limit_w for s in rows)
+
+    assert abs(share(sim) - share(real)) < 0.02
+    # and the same rule judges both alike: healthy
+    load = load_profile("h100-sxm-ndr").profile.load
+    for rows in (real, sim):
+        assert {f.status for f in judge_samples(rows, "n", load)} == {Status.OK}
+
+
+def test_a_memory_copy_runs_at_full_clock_below_the_cap(tmp_path: Path) -> None:
+    """The real H200 under a copy: 1,980 MHz, ~466 W, no reason (issue 38)."""
+    env = _one_gpu(tmp_path)
+    proc = subprocess.Popen(sampler_argv(200), env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        _run(env, "dcgmproftester13", "--no-dcgm-validation", "-t", "1005", "-d", "2")
+    finally:
+        proc.terminate()
+        out, _ = proc.communicate(timeout=20)
+    sim = _loaded(out)
+    assert sim and {s.reasons for s in sim} == {()}
+    assert {s.sm_clock_mhz for s in sim} == {1980}
+    assert all(abs(s.power_w - 466) < 5 for s in sim)
+
+
+def test_the_sampling_header_names_the_fields_as_the_real_driver_does(tmp_path: Path) -> None:
+    real_header = REAL_CSV.splitlines()[0]
+    query = (
+        "timestamp,index,pci.bus_id,utilization.gpu,clocks.sm,clocks.mem,temperature.gpu,"
+        "temperature.memory,power.draw,power.limit,clocks_event_reasons.active"
+    )
+    out = _run(_one_gpu(tmp_path), "nvidia-smi", f"--query-gpu={query}", "--format=csv,nounits")
+    assert out.returncode == 0 and out.stdout.splitlines()[0] == real_header
+
+
+def test_topo_underlines_its_header_as_the_real_one(tmp_path: Path) -> None:
+    sim = _run(_one_gpu(tmp_path, hcas=0, nvlink_links=0), "nvidia-smi", "topo", "-m").stdout
+    assert sim.splitlines()[0] == REAL_TOPO.splitlines()[0]
+    assert sim.splitlines()[1].split("\t")[:2] == REAL_TOPO.splitlines()[1].split("\t")[:2]
+    assert parse("nvidia-smi-topo", sim).devices == parse("nvidia-smi-topo", REAL_TOPO).devices
+
+
+def test_a_gpu_without_nvlink_prints_nothing_as_the_real_one(tmp_path: Path) -> None:
+    real = (FIX / "nvidia-smi-nvlink/h200-580-no-nvlink.txt").read_text()
+    sim = _run(_one_gpu(tmp_path, nvlink_links=0), "nvidia-smi", "nvlink", "-s")
+    assert (sim.returncode, sim.stdout, sim.stderr) == (0, real, "")
+
+
+def _nccl_env(tmp: Path) -> dict[str, str]:
+    env = _one_gpu(tmp)
+    b = Path(env["PATH"].split(":")[0])
+    exe = b / "all_reduce_perf"
+    exe.write_text((b / "nvidia-smi").read_text().replace("nvidia-smi", "all_reduce_perf"))
+    exe.chmod(0o755)
+    return {**env, "RACKOPS_HWSIM_HOSTS": "node01"}
+
+
+def test_one_gpu_all_reduce_prints_the_real_header_and_no_bus_bandwidth(tmp_path: Path) -> None:
+    sim = _run(_nccl_env(tmp_path), "all_reduce_perf", "-b", "1K", "-e", "8G", "-f", "4", "-g", "1")
+    assert sim.returncode == 0
+    assert sim.stdout.splitlines()[0] == REAL_NCCL_G1.splitlines()[0]
+    assert sim.stdout.splitlines()[2].endswith("unalign: 0")
+    real, got = parse("nccl-tests", REAL_NCCL_G1), parse("nccl-tests", sim.stdout)
+    assert got.complete and (got.nccl_version, got.tests_version) == ("2.28.9", "2.19.6")
+    assert {r.bytes for r in got.rows} == {r.bytes for r in real.rows}
+    assert {p.busbw_gbs for r in got.rows for p in (r.out_of_place, r.in_place)} == {0.0}
+
+
+def test_more_gpus_than_the_node_has_fails_as_the_real_one(tmp_path: Path) -> None:
+    sim = _run(_nccl_env(tmp_path), "all_reduce_perf", "-b", "1M", "-e", "1M", "-g", "2")
+    real_out = REAL_NCCL_FAIL.split("Invalid number")[0]
+    assert sim.returncode == 5  # the capture's .rc
+    assert "Invalid number" + REAL_NCCL_FAIL.split("Invalid number")[1] == sim.stderr
+    assert (
+        sim.stdout.splitlines()[-1].split(":", 1)[1] == real_out.splitlines()[-1].split(":", 1)[1]
+    )
