@@ -33,6 +33,16 @@ def codes(findings: list[Finding], status: Status) -> list[str]:
 # --- verdict of every fixture through `rackops check` --------------------------------------
 
 VERDICTS = {
+    # one real H200 passed through alone (issue 38), against the 8-GPU H100 profile: one
+    # rank's all-reduce is correctness only (OK, not a 0 GB/s FAIL); -g 2 on it fails with
+    # its reason; no NVLink where 18 are expected FAILs each GPU; 1 of 8 GPUs FAILs the
+    # count; a topology with no NIC cannot place the profile's HCAs (ERROR)
+    "nccl-tests/h200-580-all-reduce-g1": "OK",
+    "nccl-tests/h200-580-g2-on-1gpu-failure": "ERROR",
+    "nvidia-smi-nvlink/h200-580-no-nvlink": "FAIL",
+    "nvidia-smi-query/h200-580-inventory": "FAIL",
+    "nvidia-smi-topo/h200-580-1gpu-underlined": "ERROR",
+    "nvidia-smi-xml/h200-580-1gpu": "FAIL",
     # ibdiagnet: a link at 2x of a fabric whose Summary counts 15 errors; one master SM in the
     # .sm file; a net_dump whose links are all alike; cut or trimmed output is ERROR, and the
     # manual's two speed lines FAIL their links before the cut's ERROR

@@ -22,6 +22,7 @@ from rackops.parsers import ParseError, as_jsonable
 from rackops.parsers.dcgmi_dmon import parse_dcgmi_dmon
 from rackops.parsers.nvidia_smi_perf import (
     REASON_BITS,
+    parse_smi_any,
     parse_smi_perf,
     parse_smi_samples,
     reasons,
@@ -29,7 +30,7 @@ from rackops.parsers.nvidia_smi_perf import (
 
 FIXTURES = Path(__file__).parent / "fixtures"
 PARSERS: dict[str, Callable[[str], Any]] = {
-    "nvidia-smi-perf": parse_smi_perf,
+    "nvidia-smi-perf": parse_smi_any,  # the -q report or the --query-gpu -lms stream
     "dcgmi-dmon": parse_dcgmi_dmon,
 }
 CASES = sorted(p for tool in PARSERS for p in (FIXTURES / tool).glob("*.txt"))

@@ -172,8 +172,8 @@ def parse_nccl_tests(text: str) -> NcclTests:
             rows.append(_row(tokens, header, line))
         elif _failure(body):
             errors.append(line)
-        elif not line.startswith("#") and "NCCL INFO" not in body and len(said) < 8:
-            said.append(line)  # a line of the tool's own (its reason, on stderr)
+        elif errors and len(said) < 8 and _reason(line, body):
+            said.append(line)  # after the failure line: its reason (on stderr)
     if errors:  # the failure line names the source line; the reason is the tool's own words
         errors += [ln for ln in said if ln not in errors][:3]
     if header is None and not rows:
@@ -210,6 +210,12 @@ def parse_nccl_tests(text: str) -> NcclTests:
         complete and not cut,
         cut,
     )
+
+
+def _reason(line: str, body: str) -> bool:
+    """A line of the tool's own words after a failure: not a comment, not NCCL's debug
+    log, not a rule of dashes ("Invalid number of GPUs: 2 requested but only 1 were found.")."""
+    return not line.startswith("#") and "NCCL INFO" not in body and any(c.isalpha() for c in body)
 
 
 def _library(words: list[str]) -> str | None:

@@ -363,35 +363,7 @@ class Physical:
                 )
             elif str(was.get(h.device) or "").lower() == "active":
                 port_findings += judge_state(states.get(h.device), s)
-            ml = parts.get(f"mlxlink/{h.device}")
-            if ml is not None:
-                try:
-                    parsed = parse("mlxlink", ml.text)
-                    port_findings += judge_ber(parsed, s, profile, rep)
-                    if parsed.optics is not None and self.cluster.fabric.type != "roce":
-                        port_findings += judge_optics(parsed.optics, s, rep)
-                except ParseError as exc:
-                    port_findings.append(
-                        Finding("PHY-000", Status.ERROR, s, f"mlxlink unreadable: {exc}")
-                    )
-            em = parts.get(f"ethtool-m/{h.device}")
-            if em is not None:
-                try:
-                    mod = parse("ethtool-module", em.text)
-                    port_findings += judge_optics(mod.optics, s, rep)
-                    if not mod.complete:
-                        port_findings.append(
-                            Finding(
-                                "PHY-000",
-                                Status.ERROR,
-                                s,
-                                "ethtool -m output is cut off: optics not judged",
-                            )
-                        )
-                except ParseError as exc:
-                    port_findings.append(
-                        Finding("PHY-000", Status.ERROR, s, f"ethtool -m unreadable: {exc}")
-                    )
+            port_findings += self._ber_and_optics(parts, h, s, profile, rep)
             if not port_findings:
                 port_findings.append(
                     Finding(
@@ -407,6 +379,42 @@ class Physical:
             "ports": {d: asdict(r) for d, r in reports.items()},
         }
         self._record(name, "after", result, findings, meta)
+
+    def _ber_and_optics(
+        self, parts: dict[str, Part], h: Hca, s: Subject, profile: Profile, rep: PortReport
+    ) -> list[Finding]:
+        """BER (mlxlink) and optics (mlxlink -m on IB, ethtool -m on RoCE) of one port."""
+        port_findings: list[Finding] = []
+        ml = parts.get(f"mlxlink/{h.device}")
+        if ml is not None:
+            try:
+                parsed = parse("mlxlink", ml.text)
+                port_findings += judge_ber(parsed, s, profile, rep)
+                if parsed.optics is not None and self.cluster.fabric.type != "roce":
+                    port_findings += judge_optics(parsed.optics, s, rep)
+            except ParseError as exc:
+                port_findings.append(
+                    Finding("PHY-000", Status.ERROR, s, f"mlxlink unreadable: {exc}")
+                )
+        em = parts.get(f"ethtool-m/{h.device}")
+        if em is not None:
+            try:
+                mod = parse("ethtool-module", em.text)
+                port_findings += judge_optics(mod.optics, s, rep)
+                if not mod.complete:
+                    port_findings.append(
+                        Finding(
+                            "PHY-000",
+                            Status.ERROR,
+                            s,
+                            "ethtool -m output is cut off: optics not judged",
+                        )
+                    )
+            except ParseError as exc:
+                port_findings.append(
+                    Finding("PHY-000", Status.ERROR, s, f"ethtool -m unreadable: {exc}")
+                )
+        return port_findings
 
     # ------------------------------------------------------------ records
     def _subject(self, node: Node, h: Hca) -> Subject:

@@ -63,7 +63,7 @@ def _events(node):
         if f.get("when", "during") == "before":
             at = boot + 30.0
         else:
-            after = [s for s, _e, gpus in loads(node) if g in gpus and s >= started]
+            after = [s for s, _e, gpus, _kind in loads(node) if g in gpus and s >= started]
             if not after:
                 continue
             at = min(after) + 0.25
