@@ -331,7 +331,13 @@ def _node_check_alone(args: argparse.Namespace) -> int:
     from rackops.scheduler.slurm import slurm_env
     from rackops.validate.nodecheck import node_check, slurm_self_action
 
-    health = node_check(args.inventory, args.suite, args.node, args.run_dir)
+    health = node_check(args.inventory, args.suite, args.node, args.run_dir, replay=args.replay)
+    if health.not_captured:
+        print(
+            f"rackops: replayed from {args.replay}; not captured, not judged: "
+            + ", ".join(health.not_captured),
+            file=sys.stderr,
+        )
     line = health.line()
     if line:
         print(line)
@@ -778,6 +784,13 @@ def _add_node_check(sub: Any) -> None:
     nc.add_argument("--suite", default="quick")
     nc.add_argument("--node", help="this node's inventory name (default: the short hostname)")
     nc.add_argument("--run-dir", help="keep the raw outputs here (default: discarded)")
+    nc.add_argument(
+        "--replay",
+        metavar="DIR",
+        help="answer the commands from this node's captured outputs instead of running them: "
+        "a run directory (--run-dir of an earlier node-check) or NAME.cmd/.out/.err/.rc files; "
+        "a check with no capture is listed, not judged",
+    )
     nc.add_argument("--drain", action="store_true", help="drain/resume this node in Slurm")
     nc.add_argument("-v", "--verbose", action="store_true", help="say so when healthy too")
     nc.set_defaults(func=_cmd_node_check)

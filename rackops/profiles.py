@@ -38,7 +38,7 @@ class GpuSpec(_Strict):
 
 
 class HcaSpec(_Strict):
-    count: int = Field(ge=1, le=32)
+    count: int = Field(ge=0, le=32, description="0: a GPU-only node (no RDMA HCA)")
     link_layer: Literal["InfiniBand", "Ethernet"]
     rate_gbps: int = Field(gt=0)
     width: Literal["1X", "2X", "4X", "8X", "12X"]
@@ -207,14 +207,17 @@ def peak_violations(profile: Profile) -> list[PeakViolation]:
             "Gb/s",
             f"both directions of one {rate} Gb/s link",
         ),
-        (
-            "nccl_multi_node_busbw_gbs_min",
-            t.nccl_multi_node_busbw_gbs_min,
-            hca.count * rate / 8,
-            "GB/s",
-            f"{hca.count} HCAs × {rate} Gb/s ÷ 8 bits per byte",
-        ),
     ]
+    if hca.count:  # a GPU-only node runs no multi-node collective
+        checks.append(
+            (
+                "nccl_multi_node_busbw_gbs_min",
+                t.nccl_multi_node_busbw_gbs_min,
+                hca.count * rate / 8,
+                "GB/s",
+                f"{hca.count} HCAs × {rate} Gb/s ÷ 8 bits per byte",
+            )
+        )
     if gpu.nvlink_gbs > 0:
         checks.append(
             (

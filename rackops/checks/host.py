@@ -127,6 +127,16 @@ def check_gids(parsed: ShowGids, hcas: Sequence[Hca], *, node: str | None = None
 
 def check_topo(parsed: SmiTopo, hcas: Sequence[Hca], *, node: str | None = None) -> list[Finding]:
     names = {dev: nic for nic, dev in parsed.nic_names.items()}
+    if not hcas:  # a GPU-only node: no GPU↔HCA pair to place
+        gpus = [d for d in parsed.devices if d.startswith("GPU")]
+        return [
+            Finding(
+                "TOPO-OK",
+                Status.OK,
+                Subject(node=node),
+                f"no HCA in the design: {len(gpus)} GPUs in the matrix, no GPUDirect pair to place",
+            )
+        ]
     out = []
     for h in hcas:
         subj = Subject(node=node, gpu=h.gpu, hca=h.device)

@@ -72,6 +72,7 @@ class Tool:
     order: int = 100  # where its node checks stand in stage 1
     binaries: tuple[Binary, ...] = ()
     both_streams: bool = False  # its parser reads stdout and stderr together
+    hca: bool = False  # reads the node's RDMA HCAs: not run on a GPU-only node (no HCA)
     # what an empty output with exit status 0 means, where the tool means something by it
     # (``nvidia-smi nvlink -s`` on a GPU with no NVLink prints nothing): None, an error
     empty: Callable[[], Any] | None = None

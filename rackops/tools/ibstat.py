@@ -21,6 +21,7 @@ TOOL = Tool(
     parse=parse_ibstat,
     check=check_ports,
     plan=plan,
+    hca=True,
     order=10,
     binaries=(Binary("ibstat", "infiniband-diags"),),
     settles=True,

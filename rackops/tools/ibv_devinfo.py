@@ -35,6 +35,7 @@ TOOL = Tool(
     check=check_ports,
     live=live,
     plan=plan,
+    hca=True,
     order=30,
     binaries=(Binary("ibv_devinfo", "ibverbs-utils"),),
 )

@@ -60,6 +60,7 @@ TOOL = Tool(
     check=check,
     live=live,
     plan=plan,
+    hca=True,
     order=50,
     # the lab runs the real lldpd in every target and beside every leaf
     binaries=(Binary("lldpctl", "lldpd", simulated=False),),

@@ -32,6 +32,7 @@ TOOL = Tool(
     parse=parse_mlnx_qos,
     check=check,
     plan=plan,
+    hca=True,
     order=70,
     binaries=(Binary("mlnx_qos", "mlnx-tools"),),
     nvidia_stack=True,

@@ -84,6 +84,7 @@ TOOL = Tool(
     parse=parse_mlxconfig,
     check=check,
     plan=plan,
+    hca=True,
     order=44,
     binaries=(Binary("mlxconfig", "mft"),),
     nvidia_stack=True,

@@ -30,6 +30,7 @@ TOOL = Tool(
     parse=parse_ofed_info,
     check=check,
     plan=plan,
+    hca=True,
     order=20,
     binaries=(Binary("ofed_info", "mlnx-ofed-kernel-utils"),),
     nvidia_stack=True,

@@ -29,6 +29,7 @@ TOOL = Tool(
     parse=parse_show_gids,
     check=check,
     plan=plan,
+    hca=True,
     order=60,
     binaries=(Binary("show_gids", "mlnx-tools"),),
     nvidia_stack=True,

@@ -39,9 +39,11 @@ from rackops.scheduler.actions import (
     slurm_resume,
 )
 from rackops.suites import load_suite
+from rackops.tools import nccl_tests
 from rackops.validate.executor import Executor, Target
 from rackops.validate.local import LocalExecutor
-from rackops.validate.plan import make_plan
+from rackops.validate.plan import NodeCheck, Plan, make_plan
+from rackops.validate.replay import ReplayExecutor, from_captures
 from rackops.validate.rundir import RunDir
 from rackops.validate.runner import Runner
 
@@ -87,6 +89,7 @@ class Health:
     failures: list[dict[str, Any]]  # the failing findings, as results.jsonl holds them
     seconds: float
     action: str | None = None  # what --drain did
+    not_captured: tuple[str, ...] = ()  # --replay: checks with no capture, not judged
 
     @property
     def reason(self) -> str:
@@ -111,7 +114,11 @@ def node_check(
     node: str | None = None,
     run_dir: str | None = None,
     executor: Executor | None = None,
+    replay: str | None = None,
 ) -> Health:
+    """``replay``: a directory of this node's captured outputs (``replay.from_captures``)
+    answers the commands instead of this machine; a check with no capture is not run and
+    is listed as not captured, never judged."""
     node = node or socket.gethostname().split(".")[0]
     result = load_inventory(inventory)
     cluster = result.raise_for_errors()
@@ -138,6 +145,8 @@ def node_check(
     profiles = {me.profile: load_profile(me.profile, inv_dir).profile}
     plan = make_plan(cluster, local, pairing=None, suspects=())
     plan = replace(plan, nodes=(node,))
+    if replay is not None:
+        executor = ReplayExecutor(from_captures(Path(replay), node))
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="rackops-node-check-") as tmp:
         rundir = RunDir(Path(run_dir or tmp))
@@ -152,6 +161,9 @@ def node_check(
             progress=lambda _msg: None,
             port_base=1,  # no pair tests: no port block to draw
         )
+        missing: tuple[str, ...] = ()
+        if isinstance(executor, ReplayExecutor):
+            plan, missing = _captured_only(runner, plan, node, executor)
         runner.node_stage(plan, set())
         findings = [f for r in rundir.records() for f in r["findings"]]
     bad = [f for f in findings if f["status"] in ("FAIL", "ERROR")]
@@ -162,7 +174,21 @@ def node_check(
     status = Status(
         max((f["status"] for f in findings), key=STATUS_VALUE.__getitem__, default="ERROR")
     )
-    return Health(node, status, bad, time.monotonic() - started)
+    return Health(node, status, bad, time.monotonic() - started, not_captured=missing)
+
+
+def _captured_only(
+    runner: Runner, plan: Plan, node: str, replay: ReplayExecutor
+) -> tuple[Plan, tuple[str, ...]]:
+    """The plan's checks of this node that the captures answer (expanded: per HCA, this
+    node's values), and the names of the others."""
+    keep: list[NodeCheck] = []
+    missing: list[NodeCheck] = []
+    for c in runner._expand(node, plan.node_checks):
+        (keep if replay.answers(node, c.argv) else missing).append(c)
+    if runner.cluster.node(node).gpus == 1:  # said, not run (NodeStage._one_gpu_nodes)
+        keep += [c for c in plan.node_checks if c.name == nccl_tests.SINGLE_NODE]
+    return replace(plan, node_checks=tuple(keep)), tuple(c.name for c in missing)
 
 
 def slurm_self_action(check: Health, env: Mapping[str, str]) -> str:

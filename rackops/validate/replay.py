@@ -13,6 +13,8 @@ Every call is logged (``calls``), so a test can assert what ran, where and how o
 
 from __future__ import annotations
 
+import re
+import shlex
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -108,6 +110,64 @@ class Recording:
         return rec
 
 
+CAPTURE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+MAX_CAPTURES = 512
+MAX_CMD_BYTES = 64 * 1024
+
+
+def from_captures(path: Path, node: str) -> Recording:
+    """A node's outputs captured by hand: ``NAME.cmd`` (the command line, as a shell would
+    split it), ``NAME.out`` (stdout), and optionally ``NAME.err`` (stderr) and ``NAME.rc``
+    (exit status, default 0), all regular files under ``path``. Each answers its exact
+    command on ``node``. A directory holding ``results.jsonl`` is a run directory
+    (``rackops node-check --run-dir``, ``validate``): its outputs, re-keyed to ``node`` when
+    they are one node's."""
+    from rackops.errors import InputError
+    from rackops.validate.rundir import MAX_RAW_BYTES, read_regular
+
+    if not path.is_dir():
+        raise InputError(f"{path}: not a directory of captures (NAME.cmd, NAME.out, ...)")
+    if (path / "results.jsonl").exists():
+        rec = Recording.from_rundir(path)
+        hosts = {h for h, _ in rec.exact}
+        if len(hosts) == 1 and node not in hosts:
+            rec.exact = {(node, argv): r for (_h, argv), r in rec.exact.items()}
+        return rec
+    cmds = sorted(p for p in path.iterdir() if p.suffix == ".cmd")
+    if len(cmds) > MAX_CAPTURES:
+        raise InputError(f"{path}: {len(cmds)} captures, more than {MAX_CAPTURES}")
+    rec = Recording()
+
+    def text(p: Path, limit: int) -> str | None:
+        try:
+            return read_regular(path, p, limit).decode(errors="replace")
+        except FileNotFoundError:
+            return None
+
+    for cmd in cmds:
+        stem = cmd.stem
+        if not CAPTURE_NAME.fullmatch(stem):
+            raise InputError(f"{cmd}: a capture's name is letters, digits, '_', '.', '-'")
+        line = (text(cmd, MAX_CMD_BYTES) or "").strip()
+        try:
+            argv = shlex.split(line)
+        except ValueError as exc:
+            raise InputError(f"{cmd}: not a command line ({exc})") from None
+        if not argv:
+            raise InputError(f"{cmd}: empty; write the command whose output {stem}.out holds")
+        rc_text = (text(path / f"{stem}.rc", 16) or "0").strip()
+        if not rc_text.isdigit() or int(rc_text) > 255:
+            raise InputError(f"{path / (stem + '.rc')}: {rc_text[:16]!r} is not an exit status")
+        out = text(path / f"{stem}.out", MAX_RAW_BYTES)
+        if out is None:
+            raise InputError(f"{path / (stem + '.out')}: missing (the stdout of {line[:80]})")
+        err = text(path / f"{stem}.err", MAX_RAW_BYTES) or ""
+        rec.add(node, argv, Reply(rc=int(rc_text), stdout=out, stderr=err))
+    if not cmds:
+        raise InputError(f"{path}: no NAME.cmd capture and no results.jsonl")
+    return rec
+
+
 @dataclass
 class ReplayHandle:
     host: str
@@ -153,6 +213,12 @@ class ReplayExecutor:
         self._lock = threading.Lock()
         self.in_flight = 0
         self.max_in_flight = 0
+
+    def answers(self, node: str, argv: Sequence[str]) -> bool:
+        """Whether something was recorded for this command on this node."""
+        if node in self.recording.unreachable or (node, key_of(argv)) in self.recording.exact:
+            return True
+        return any((n, argv[0]) in self.recording.by_tool for n in (node, "*")) if argv else False
 
     def _answer(self, how: str, t: Target, argv: Sequence[str], timeout: float) -> Reply:
         with self._lock:

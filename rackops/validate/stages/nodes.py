@@ -166,6 +166,8 @@ class NodeStage(StageBase):
         for c in checks:
             if not n.nvidia_stack and get_tool(c.tool).nvidia_stack:
                 continue  # an inbox-RDMA node has no DOCA-OFED or MFT program to run
+            if not n.hcas and get_tool(c.tool).hca:
+                continue  # a GPU-only node: no HCA to read
             if c.name == nccl_tests.SINGLE_NODE and gpus == 1:
                 continue
             if {"{netdevs}", "{devices}", "{hw_root}", nccl_tests.GPUS} & set(c.argv):
