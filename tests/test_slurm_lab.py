@@ -39,6 +39,12 @@ FAULTS = "\n".join(line for line in SSH_FAULTS.splitlines() if "switch_mtu" not 
 EXPECTED = {c for c in SSH_EXPECTED if c[2] != "mlx5_5"}
 # the clean rack: four of the lab's nodes, their faults cleared (node06 stays unreachable)
 CLEAN = "node0[1-4]"
+# each program the physical stages read, printing a cut, corrupted output on one node
+GARBLED = {
+    "node01": [{"kind": "garbled", "tool": "ibstat", "keep": 0.4}],
+    "node02": [{"kind": "garbled", "tool": "ethtool", "keep": 0.5}],
+    "node03": [{"kind": "garbled", "tool": "mlxlink", "keep": 0.3}],
+}
 # the fleet: one of each fleet fault on nodes 02-05, node01 golden
 FLEET = "node0[1-5]"
 FLEET_FAULTS: dict[str, list[dict[str, Any]]] = {
@@ -379,6 +385,29 @@ class TestFaultRack:
         ]
         assert report["culprits"] == []
         assert elapsed < 120
+
+    def test_a_garbled_tool_output_costs_its_node_a_verdict_never_the_run(
+        self, fault_rack: Path, tmp_path: Path
+    ) -> None:
+        """A cut, corrupted output (a hung driver, a killed command) of each program the
+        physical stages read, one per node: the run finishes with its reports, those nodes
+        are ERROR (never FAIL, never OK), and the clean node is judged whole."""
+        set_faults(GARBLED)
+        try:
+            rc, report = validate(fault_rack, tmp_path / "run", "--limit", CLEAN)
+        finally:
+            set_faults({})
+        assert rc == 3 and report["verdict"] == "UNDECIDED", report["verdict"]
+        assert (tmp_path / "run" / "report.html").exists()
+        assert report["culprits"] == [], report["culprits"]
+        erred = {e["subject"]["node"] for e in report["errors"]}
+        assert erred == set(GARBLED), report["errors"]
+        for node, tool in ((n, f[0]["tool"]) for n, f in GARBLED.items()):
+            said = " ".join(e["message"] for e in report["errors"] if e["subject"]["node"] == node)
+            assert said, (node, tool)
+        assert all(st == "OK" for st in report["nodes"]["node04"].values()), report["nodes"]
+        ports = [p for p in report["ports"] if p["node"] == "node04"]
+        assert len(ports) == 8 and all(p["status"] == "OK" for p in ports)
 
     def test_node_check_as_health_check_program_drains_a_faulty_node(self) -> None:
         """Last on this lab: Slurm's health checks, turned on live, stay on until it ends."""

@@ -147,3 +147,35 @@ def _gpu_load_named(report: dict[str, Any], html: str, prom: str) -> None:
     assert len([g for g in report["gpus"] if "gemm_tflops" in g]) == 8 * 8
     assert "node02 GPU 3:" in html and 'id="gpus"' in html
     assert 'rackops_gpu_hbm_gbs{node="node07",gpu="6"}' in prom
+
+
+FOUR_GPU = """
+hardware: {gpus: 4}   # HGX H100 4-GPU boards: 4 GPUs, 4 HCAs, 4 rails (lab-4gpu-roce400)
+nodes: {}
+"""
+
+
+def test_a_rack_of_4_gpu_nodes_provisions_and_is_accepted(tmp_path: Path) -> None:
+    """The GPU count is the profile's everywhere: 4 rails and leaves, the roles provision 4
+    HCAs, nccl-tests runs -g 4 on one node and a rank per GPU across them, every per-GPU
+    table holds 4 GPUs a node, and a healthy rack of them is ACCEPTED."""
+    with lab_with(tmp_path, 4, FOUR_GPU) as inv:
+        rc, report = validate(inv, tmp_path / "run")
+    assert rc == 0 and report["verdict"] == "ACCEPTED", (
+        report["culprits"],
+        report["errors"],
+        report["warnings"],
+    )
+    assert report["errors"] == [] and report["warnings"] == []
+    assert len(report["ports"]) == 4 * 4 and len(report["pairs"]) == 6 * 4
+    assert sorted((g["node"], g["gpu"]) for g in report["gpus"] if "gemm_tflops" in g) == [
+        (f"node0{n}", g) for n in range(1, 5) for g in range(4)
+    ]
+    import json
+
+    single = [
+        json.loads(line)
+        for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()
+        if '"nccl-single-node"' in line
+    ]
+    assert len(single) == 4 and all(r["argv"][r["argv"].index("-g") + 1] == "4" for r in single)

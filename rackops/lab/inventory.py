@@ -251,8 +251,13 @@ def _switches(state: LabState) -> dict[str, Any]:
 
 
 def _profile(state: LabState) -> str:
+    """The profile of the lab's nodes: by engine, GPU count (= rails) and fabric."""
     if state.engine == "vm":
         return "lab-vm-rxe"
+    if state.rails == 4:
+        if state.ib:
+            raise ValueError("a 4-GPU lab node is RoCE (profile lab-4gpu-roce400)")
+        return "lab-4gpu-roce400"
     return "h100-sxm-ndr" if state.ib else "h100-sxm-roce400"
 
 

@@ -253,18 +253,24 @@ def up(
         image = ensure_image(engine, wd, suite, systemd, log)
     key = _keys(wd)
     build_repo(wd / "repo", versions)
+    n_rails = spec.gpus  # GPU n beside HCA n on rail n: a 4-GPU node has 4 rails
+    if n_rails != RAILS and (racks > 1 or spec.ib):
+        raise LabError(
+            f"a {n_rails}-GPU lab node is on one rack of RoCE (profile lab-4gpu-roce400): "
+            f"drop --racks {racks}" + (" and hardware.link_layer" if spec.ib else "")
+        )
     rails = {
-        n: {r: f"{RAIL_NET}.{r}.{10 + i}" for r in range(RAILS)} for i, n in enumerate(names, 1)
+        n: {r: f"{RAIL_NET}.{r}.{10 + i}" for r in range(n_rails)} for i, n in enumerate(names, 1)
     }
     try:
-        wires = wiring(spec, names, RAILS, racks)
+        wires = wiring(spec, names, n_rails, racks)
     except ValueError as exc:
         raise LabError(f"scenario: {exc}") from exc
     hw = spec.for_hwsim(names, rails)
     hw["fabric"]["isls"] = lab_switches.isls(racks, spec.ib)  # the leaf-spine links as designed
     (wd / "scenario.json").write_text(json.dumps({**hw, "wiring": as_json(wires)}, indent=1))
     (wd / "fabric").mkdir(exist_ok=True)  # switches.json, once the lab is wired
-    nets = _network_names()
+    nets = _network_names(n_rails)
     state = LabState(
         lab=PREFIX,
         engine=engine_name,
@@ -278,6 +284,7 @@ def up(
         slurm=slurm,
         racks=racks,
         ib=spec.ib,
+        rails=n_rails,
     )
     state.save()  # from here on, `down` can clean up whatever exists
     try:
@@ -364,7 +371,7 @@ def _fabric_up(engine: Engine, state: LabState, wires: Wiring, log: list[str]) -
     as SSH targets (racks)."""
     ends = _rail_ends(engine, state)
     if state.racks > 1:
-        bridges = spines.up(ends, wires, state.racks, RAILS, SWITCH_MTU)
+        bridges = spines.up(ends, wires, state.racks, state.rails, SWITCH_MTU)
         log.append(f"spine tier: {state.racks} racks, one spine per rail, one uplink per leaf")
     else:
         bridges = spines.leaf_bridges(ends, wires)
@@ -463,7 +470,7 @@ def _start_nspawn(
     if state.slurm:
         lab_slurm.prepare(state, slurm_health_interval)
         binds = lab_slurm.bind_args(state.workdir)
-    nspawn.start(state, Path(state.image), RAILS, _leaf_port_mtus(spec), SWITCH_MTU, binds)
+    nspawn.start(state, Path(state.image), state.rails, _leaf_port_mtus(spec), SWITCH_MTU, binds)
     deadline = time.monotonic() + 60
     for node in state.nodes:
         if node.started and not _wait_ssh(node.ssh_port, deadline, node.ssh_host):
@@ -484,12 +491,12 @@ def _start_nspawn(
         log.append(f"Slurm: slurmctld and munged here, slurmd in {len(state.nodes)} targets")
 
 
-def _network_names() -> list[str]:
+def _network_names(rails: int = RAILS) -> list[str]:
     """Fresh names each `lab up`: podman's IP allocations outlive a network whose containers
     died with the machine, and a new network of the old name inherits them ("requested ip
     address ... is already allocated")."""
     token = os.urandom(3).hex()
-    return [f"{PREFIX}-{token}-mgmt"] + [f"{PREFIX}-{token}-rail{r}" for r in range(RAILS)]
+    return [f"{PREFIX}-{token}-mgmt"] + [f"{PREFIX}-{token}-rail{r}" for r in range(rails)]
 
 
 def _refuse_subnet_in_use(subnet: str) -> None:
@@ -520,7 +527,7 @@ def _start(
 ) -> None:
     wd = state.workdir
     engine_name = state.engine
-    subnets = [f"{MGMT_NET}.0/24"] + [f"{RAIL_NET}.{r}.0/24" for r in range(RAILS)]
+    subnets = [f"{MGMT_NET}.0/24"] + [f"{RAIL_NET}.{r}.0/24" for r in range(state.rails)]
     existing = set(engine.networks(PREFIX))
     for net, subnet in zip(nets, subnets, strict=True):
         if net not in existing:
@@ -628,7 +635,7 @@ def _rail_ends(engine: Engine, state: LabState) -> dict[tuple[str, int], str]:
             (n.name, r): host
             for n in state.nodes
             if n.started
-            for host, _, r in nspawn.host_ends(n, RAILS)
+            for host, _, r in nspawn.host_ends(n, state.rails)
             if r is not None
         }
     return _podman_host_ends(engine, state)

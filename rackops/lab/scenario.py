@@ -248,6 +248,9 @@ class FabricFault(_F):
         return self
 
 
+LAB_GPU_COUNTS = (4, 8)  # GPUs (and HCAs, rails) per lab node
+
+
 class FabricSpec(_F):
     faults: tuple[FabricFault, ...] = ()
 
@@ -290,6 +293,31 @@ class Scenario(_F):
     def ib(self) -> bool:
         """An InfiniBand lab: its fabric is swept by ibdiagnet, its leaves are Quantum."""
         return self.hardware.get("link_layer") == "InfiniBand"
+
+    @property
+    def gpus(self) -> int:
+        """GPUs per node, and so HCAs and rails (GPU n beside HCA n on rail n): the rack's
+        ``hardware.gpus`` / ``hardware.hcas`` (8 when neither is set; 4: a 4-GPU node)."""
+        gpus, hcas = self.hardware.get("gpus"), self.hardware.get("hcas")
+        if gpus is not None and hcas is not None and gpus != hcas:
+            raise InventoryError(
+                f"hardware: gpus {gpus} and hcas {hcas}: the lab pairs GPU n with HCA n on rail "
+                "n, so the two counts are one (set both, or one of them)"
+            )
+        n = gpus if gpus is not None else hcas if hcas is not None else 8
+        if not isinstance(n, int) or isinstance(n, bool) or n not in LAB_GPU_COUNTS:
+            raise InventoryError(
+                f"hardware.gpus {n!r}: a lab node has one of "
+                + ", ".join(map(str, LAB_GPU_COUNTS))
+                + " GPUs (a profile per count: lab/inventory.py)"
+            )
+        for name, node in self.nodes.items():
+            if {"gpus", "hcas"} & node.hardware.keys():
+                raise InventoryError(
+                    f"nodes.{name}.hardware: the GPU and HCA count is the rack's "
+                    "(hardware.gpus), the same on every node"
+                )
+        return n
 
     def for_hwsim(self, names: list[str], rails: dict[str, dict[int, str]]) -> dict[str, Any]:
         """The JSON every target reads: scenario + each node's index and rail addresses."""
