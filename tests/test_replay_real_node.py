@@ -88,3 +88,19 @@ def test_a_capture_that_is_a_symlink_is_refused(tmp_path: Path) -> None:
     (caps / "nvidia-smi-q-x.out").symlink_to("/etc/passwd")
     with pytest.raises(Exception, match=r"symlink|outside"):
         node_check(str(INV), "quick", "vm", replay=str(caps))
+
+
+def test_a_tool_that_failed_is_quoted_in_its_own_words(tmp_path: Path) -> None:
+    """topo that cannot reach the driver: exit 255, the reason on stderr, nothing readable;
+    the ERROR carries the tool's own last words, not only "unreadable"."""
+    caps = tmp_path / "caps"
+    shutil.copytree(CAPTURES, caps)
+    (caps / "nvidia-smi-topo-m.out").write_text("")
+    (caps / "nvidia-smi-topo-m.err").write_text(
+        "Failed to initialize NVML: Driver/library version mismatch\n"
+    )
+    (caps / "nvidia-smi-topo-m.rc").write_text("255\n")
+    health = node_check(str(INV), "quick", "vm", replay=str(caps))
+    (f,) = health.failures
+    assert f["code"] == "PARSE-000" and f["subject"]["node"] == "vm"
+    assert "(exit 255: Failed to initialize NVML: Driver/library version mismatch)" in f["message"]

@@ -173,9 +173,7 @@ def test_a_rack_of_4_gpu_nodes_provisions_and_is_accepted(tmp_path: Path) -> Non
     ]
     import json
 
-    single = [
-        json.loads(line)
-        for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()
-        if '"nccl-single-node"' in line
-    ]
+    records = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").open()]
+    single = [r for r in records if r["id"].endswith("/nccl-single-node")]
     assert len(single) == 4 and all(r["argv"][r["argv"].index("-g") + 1] == "4" for r in single)
+    assert all(f["status"] == "OK" for r in single for f in r["findings"])

@@ -236,4 +236,22 @@ class NodeStage(StageBase):
         text = result.stdout
         if get_tool(tool).both_streams or not text.strip():
             text = result.stdout + "\n" + result.stderr
-        return judge_live(tool, text, self._ctx(node), node)
+        findings = judge_live(tool, text, self._ctx(node), node)
+        said = _reason(result)
+        if said is None:
+            return findings
+        # an output that could not be read from a tool that failed: the tool's own words
+        return [
+            replace(f, message=f"{f.message} (exit {result.rc}: {said})")
+            if f.code == "PARSE-000" and said not in f.message
+            else f
+            for f in findings
+        ]
+
+
+def _reason(result: CommandResult) -> str | None:
+    """A failed command's own last word on stderr (its reason line), or None."""
+    if result.rc in (0, None):
+        return None
+    lines = [ln.strip() for ln in result.stderr.splitlines() if ln.strip()]
+    return lines[-1][:300] if lines else None
