@@ -184,7 +184,7 @@ class Node(_Frozen):
     ssh_port: int = Field(default=22, ge=1, le=65535)
     profile: str = Field(min_length=1)
     gpus: int = Field(ge=1, le=72)
-    hcas: tuple[Hca, ...] = Field(default=(), max_length=32)  # none: a GPU-only node
+    hcas: tuple[Hca, ...] = Field(max_length=32)  # [] (said so): a GPU-only node
     qos: HostQos = HostQos()
     tuning: HostTuning = HostTuning()
     hw_root: str = Field(default="", pattern=r"^(/[A-Za-z0-9_.-]+)*$")
