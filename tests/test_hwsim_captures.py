@@ -124,3 +124,31 @@ def test_more_gpus_than_the_node_has_fails_as_the_real_one(tmp_path: Path) -> No
     assert (
         sim.stdout.splitlines()[-1].split(":", 1)[1] == real_out.splitlines()[-1].split(":", 1)[1]
     )
+
+
+def test_the_performance_report_and_its_reason_counters_are_the_real_layout(
+    tmp_path: Path,
+) -> None:
+    """-q -d PERFORMANCE idle, line for line as 580.159.04 prints it but for the machine's
+    own values; after a GEMM the SW Power Capping counter holds the load's time, as the
+    real one held 15.4 s after 15 s of GEMM."""
+    real_idle = (FIX / "nvidia-smi-perf/h200-580-d-perf-idle.txt").read_text()
+    real_after = (FIX / "nvidia-smi-perf/h200-580-d-perf-after-gemm.txt").read_text()
+    env = _one_gpu(tmp_path)
+    idle = _run(env, "nvidia-smi", "-q", "-d", "PERFORMANCE").stdout
+
+    def shape(text: str) -> list[str]:  # the machine's own values masked
+        return [
+            line.split(":")[0] if line.startswith(("Timestamp", "Driver", "GPU 0")) else line
+            for line in text.splitlines()
+        ]
+
+    assert shape(idle) == shape(real_idle)
+    _run(env, "dcgmproftester13", "--no-dcgm-validation", "-t", "1004", "-d", "2")
+    after = parse("nvidia-smi-perf", _run(env, "nvidia-smi", "-q", "-d", "PERFORMANCE").stdout)
+    real = parse("nvidia-smi-perf", real_after)
+    (g,), (r,) = after.gpus, real.gpus
+    assert g.reason_counters_us.keys() == r.reason_counters_us.keys()
+    assert g.reasons.keys() == r.reasons.keys()
+    assert 1.2e6 <= g.reason_counters_us["sw_power_cap"] <= 1.6e6  # the 1.5 s load
+    assert r.reason_counters_us["sw_power_cap"] > 15e6

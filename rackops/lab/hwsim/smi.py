@@ -1,4 +1,4 @@
-"""nvidia-smi: --query-gpu, -q -x, topo -m, nvlink -s, -pm."""
+"""nvidia-smi: --query-gpu, -q -x, -q -d PERFORMANCE, topo -m, nvlink -s, -pm."""
 
 from __future__ import annotations
 
@@ -7,7 +7,15 @@ import sys
 import time
 
 from .node import BUS, STATE_DIR, emit
-from .thermal import sensors
+from .thermal import (
+    GPU_IDLE,
+    HW_POWER_BRAKE,
+    HW_SLOWDOWN,
+    HW_THERMAL,
+    SW_POWER_CAP,
+    reason_counters,
+    sensors,
+)
 
 # --query-gpu fields read live from the simulated sensors, with the unit the header shows
 _LIVE_UNITS = {
@@ -305,6 +313,46 @@ def _smi_summary(node, gpus, args):
     return 0
 
 
+# -q -d PERFORMANCE as 580.159.04 prints it (captures/h200-580/nvidia-smi-q-d-perf-*.out):
+# a 55-wide key column, the reasons tree, then the R535+ counters block
+_REASON_ROWS = (
+    (8, "Idle", GPU_IDLE),
+    (8, "Applications Clocks Setting", 0x2),
+    (8, "SW Power Cap", SW_POWER_CAP),
+    (8, "HW Slowdown", HW_SLOWDOWN),
+    (12, "HW Thermal Slowdown", HW_THERMAL),
+    (12, "HW Power Brake Slowdown", HW_POWER_BRAKE),
+    (8, "Sync Boost", 0x10),
+    (8, "SW Thermal Slowdown", 0x20),
+    (8, "Display Clock Setting", 0x100),
+)
+
+
+def _kv(indent, key, value):
+    return "%s%s: %s\n" % (" " * indent, key.ljust(55 - indent), value)
+
+
+def _smi_perf(node, gpus, args):
+    """-q -d PERFORMANCE: performance state, clock event reasons and their counters"""
+    now = time.time()
+    out = "\n==============NVSMI LOG==============\n\n"
+    out += _kv(0, "Timestamp", time.strftime("%a %b %d %H:%M:%S %Y", time.localtime(now)))
+    out += _kv(0, "Driver Version", node.hw["driver"]) + _kv(0, "CUDA Version", node.hw["cuda"])
+    out += "\n" + _kv(0, "Attached GPUs", len(gpus))
+    for g in gpus:
+        mask = sensors(node, g, now)["reasons"]
+        out += "GPU 00000000:%s:00.0\n" % BUS[g % 16]
+        out += _kv(4, "Performance State", "P0") + "    Clocks Event Reasons\n"
+        for indent, label, bit in _REASON_ROWS:
+            out += _kv(indent, label, "Active" if mask & bit else "Not Active")
+        out += "    Clocks Event Reasons Counters\n"
+        for label, us in reason_counters(node, g, now).items():
+            out += _kv(8, label, "%d us" % us)
+        out += _kv(4, "Sparse Operation Mode", "Disabled")
+    emit(node, "nvidia-smi", out + "\n")
+    return 0
+
+
 def nvidia_smi(node, args):
     gpus = node.gpus()
     if any(a.startswith("--query-compute-apps=") for a in args):
@@ -315,6 +363,8 @@ def nvidia_smi(node, args):
         return _smi_persistence(node, gpus, args)
     if "-q" in args and "-x" in args:
         return _smi_xml(node, gpus, args)
+    if "-q" in args and "-d" in args and "PERFORMANCE" in args[args.index("-d") + 1 :][:1]:
+        return _smi_perf(node, gpus, args)
     if args[:2] == ["topo", "-m"]:
         return _smi_topo(node, gpus, args)
     if args[:2] == ["nvlink", "-s"]:
