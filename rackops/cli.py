@@ -88,12 +88,14 @@ def _read_input(path: str) -> str:
 
 def _cmd_parse(args: argparse.Namespace) -> int:
     from rackops.parsers import ParseError, as_jsonable, parse
+    from rackops.parsers._common import check_limits, plain
     from rackops.parsers.nvidia_smi import parse_query_gpu
 
     text = _read_input(args.file)
     try:
         if args.tool == "nvidia-smi-query" and args.fields:
-            result = parse_query_gpu(text, [f.strip() for f in args.fields.split(",")])
+            check_limits(text)  # as tools.parse does, before the parser sees it
+            result = parse_query_gpu(plain(text), [f.strip() for f in args.fields.split(",")])
         else:
             result = parse(args.tool, text)
     except ParseError as exc:
@@ -335,7 +337,8 @@ def _node_check_alone(args: argparse.Namespace) -> int:
     if health.not_captured:
         print(
             f"rackops: replayed from {args.replay}; not captured, not judged: "
-            + ", ".join(health.not_captured),
+            + ", ".join(health.not_captured)
+            + " (keep every output on the node with node-check --run-dir, then replay that)",
             file=sys.stderr,
         )
     line = health.line()

@@ -91,6 +91,12 @@ class LoadThresholds(_Strict):
     mem_temp_c_max: float = Field(gt=0, le=150, description="hottest memory (HBM) sample")
     gemm_tflops_min: float = Field(gt=0, description="dcgmproftester -t 1004, FP16 HGEMM")
     hbm_gbs_min: float = Field(gt=0, description="dcgmproftester -t 1005, 10^9 B/s r+w")
+    power_limit_w: float | None = Field(
+        default=None,
+        gt=0,
+        le=5000,
+        description="the board's power limit: the power cap explains a low clock only at it",
+    )
 
 
 class GoldenFact(_Strict):

@@ -34,10 +34,10 @@ def codes(findings: list[Finding], status: Status) -> list[str]:
 
 VERDICTS = {
     # one real H200 passed through alone (issue 38), against the 8-GPU H100 profile: one
-    # rank's all-reduce is correctness only (OK, not a 0 GB/s FAIL); -g 2 on it fails with
+    # rank's all-reduce ran on 1 of its 8 GPUs (FAIL: NCCL-003); -g 2 on it fails with
     # its reason; no NVLink where 18 are expected FAILs each GPU; 1 of 8 GPUs FAILs the
     # count; a topology with no NIC cannot place the profile's HCAs (ERROR)
-    "nccl-tests/h200-580-all-reduce-g1": "OK",
+    "nccl-tests/h200-580-all-reduce-g1": "FAIL",
     "nccl-tests/h200-580-g2-on-1gpu-failure": "ERROR",
     "nvidia-smi-nvlink/h200-580-no-nvlink": "FAIL",
     "nvidia-smi-query/h200-580-inventory": "FAIL",

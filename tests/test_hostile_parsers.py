@@ -75,6 +75,26 @@ def test_a_long_line_under_the_limit_parses_in_linear_time(tool: str, case: str,
     assert time.perf_counter() - t < 1.0
 
 
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        "\x9d" * 2_000_000,  # OSC starts (C1), none ended: 43 s before its body excluded them
+        ("\x1b]" + "a" * 4095) * 500,  # unended titles, each as long as one may be
+        "\x1b[" + "1" * 2_000_000,  # a CSI whose parameters never end
+        "a\b" * 1_000_000,  # overstrikes
+        ("x\r" * 1000 + "\n") * 1000,  # progress redrawn a thousand times per line
+    ],
+    ids=["c1-osc-starts", "unended-osc", "endless-csi", "backspaces", "cr-redraws"],
+)
+def test_terminal_control_text_is_read_in_linear_time(hostile: str) -> None:
+    """What a terminal acts on is removed (parsers/_common.plain) before any parser looks,
+    on every output: hostile control text costs a scan, never a backtracking search."""
+    t = time.perf_counter()
+    with contextlib.suppress(ParseError):
+        parse("ibstat", hostile)
+    assert time.perf_counter() - t < 2.0
+
+
 # --- 2. no traceback: garbage is an ERROR -------------------------------------------------
 
 

@@ -663,3 +663,24 @@ def test_a_garbled_tool_output_is_that_nodes_error_and_the_run_reads_its_records
     good = recs[("node02", "after")]["findings"]  # judged: only what this host lacks warns
     assert good and {f["status"] for f in good} <= {"OK", "WARN"}, good
     assert all(f["code"] == "PHY-009" for f in good if f["status"] == "WARN"), good
+
+
+def test_a_state_cut_mid_word_is_unknown_never_a_port_gone_down() -> None:
+    """ibstat cut inside "Active" reads "State: Act": not a state (the port did not go down
+    under load: the output was cut), so it is unknown, and only real states are states."""
+    from types import SimpleNamespace
+
+    from rackops.validate.batch import Part
+    from rackops.validate.physical import Physical
+
+    whole = (FIX / "ibstat" / "h100x8-ndr-healthy.txt").read_text()
+    at = whole.index("State: Active", whole.index("CA 'mlx5_7'"))
+    node = SimpleNamespace(hcas=[SimpleNamespace(device=f"mlx5_{i}") for i in range(8)])
+    states = Physical._states(None, {"ibstat": Part("ibstat", 0, whole)}, node)  # type: ignore[arg-type]
+    assert set(states.values()) == {"Active"}
+    cut = whole[: at + len("State: Act")] + "\n"
+    states = Physical._states(None, {"ibstat": Part("ibstat", 0, cut)}, node)  # type: ignore[arg-type]
+    assert states["mlx5_7"] is None and states["mlx5_0"] == "Active"
+    odd = whole.replace("State: Active", "State: Act\x07ive", 1)
+    states = Physical._states(None, {"ibstat": Part("ibstat", 0, odd)}, node)  # type: ignore[arg-type]
+    assert states["mlx5_0"] is None

@@ -83,6 +83,18 @@ def test_a_cap_far_below_the_limit_explains_nothing() -> None:
     assert "far below the limit" in f.message and "BMC" in f.message
 
 
+def test_a_lowered_power_limit_hides_no_crippled_gpu() -> None:
+    """Capped at a 400 W limit set below the board's 700 W, drawing 395 W at 900 MHz:
+    the cap is real, but it explains nothing about the GPU; the floor holds and the
+    finding says the limit was lowered."""
+    low = _rows(
+        GEMM_CSV,
+        {"power.limit [W]": "400.00", "power.draw [W]": "395.00", "clocks.current.sm [MHz]": "900"},
+    )
+    (f,) = [f for f in _load(low) if f.status is Status.FAIL]
+    assert "below the board's 700 W" in f.message and "900 MHz" in f.message
+
+
 def test_a_memory_copy_at_full_clock_with_no_reason_passes() -> None:
     copy = _rows(
         GEMM_CSV,
@@ -169,8 +181,14 @@ def test_empty_output_is_still_unreadable_for_a_tool_that_means_nothing_by_it() 
 def test_one_gpu_all_reduce_is_correctness_not_a_zero_bandwidth_fail() -> None:
     parsed = parse("nccl-tests", (FIX / "nccl-tests/h200-580-all-reduce-g1.txt").read_text())
     assert parsed.nccl_version == "2.28.9" and parsed.tests_version == "2.19.6"
-    (f,) = check_nccl(parsed, H200, node="n1")
+    alone = H200.model_copy(
+        update={"gpu": H200.gpu.model_copy(update={"count": 1, "nvlink_links": 0})}
+    )
+    (f,) = check_nccl(parsed, alone, node="n1")
     assert f.status is Status.OK and f.code == "NCCL-1GPU" and "not gated" in f.message
+    # the same one-rank run on a node whose profile has 8 GPUs ran on 1 of them
+    (f,) = check_nccl(parsed, H200, node="n1")
+    assert f.status is Status.FAIL and f.code == "NCCL-003" and "1 GPU of the 8" in f.message
 
 
 def test_a_failed_nccl_test_quotes_its_own_reason() -> None:

@@ -10,7 +10,8 @@ load, judged per GPU. Pure functions over parsed outputs; the run wires them (pl
   GPU naming the reason and how many samples showed it.
 * The clock floor: a GPU at its power limit lowers its clocks to stay there (SW Power Cap,
   0x4). Under a power-bound load (dense GEMM) a healthy H100/H200 at 700 W runs well below
-  its base clock (a real H200: 1,365-1,545 MHz, median ~1,470, captures/h200-580), so a
+  its base clock (a real H200: 1,365-1,545 MHz, median 1,410 in captures/h200-580, ~1,470
+  in the issue's first run), so a
   clock the power cap explains is never held to the floor. The floor (the base clock) is
   for the samples that no benign reason explains; a GPU slower than its peers under the
   same load is the peer gate's business (LOAD-CLOCK). Sources: NVML's clocks event reasons
@@ -105,6 +106,10 @@ EXPLAINED = ("sw_power_cap", "applications_clocks_setting", "sync_boost", "displ
 # median 690 W of 700 W (0.99), single samples as low as 255 W while the cap held (the draw
 # is a 1 s average, the reason an instant), so the rule is on the median, not each sample.
 POWER_CAP_NEAR = 0.85
+# ... and only at the board's own limit: a limit in force under 95 % of the profile's
+# load.power_limit_w was lowered (nvidia-smi -pl, a BMC or chassis cap), which explains
+# nothing about the GPU: a crippled one must not hide behind it
+BOARD_NEAR = 0.95
 # the floor is judged only on at least this many unexplained loaded samples
 MIN_UNEXPLAINED = 3
 
@@ -167,9 +172,17 @@ class PowerCap:
     loaded: int
     draw_w: float | None
     limit_w: float | None
+    board_w: float | None = None  # the profile's power limit (load.power_limit_w)
+
+    @property
+    def lowered(self) -> bool:
+        """The limit in force is below the board's: someone or something lowered it."""
+        return bool(self.board_w and self.limit_w and self.limit_w < BOARD_NEAR * self.board_w)
 
     @property
     def near(self) -> bool:
+        if self.lowered:
+            return False
         if self.draw_w is None or not self.limit_w:
             return True  # no power field sampled: the driver's reason is all there is
         return self.draw_w >= POWER_CAP_NEAR * self.limit_w
@@ -182,6 +195,11 @@ class PowerCap:
             else ""
         )
         head = f"power-capped (SW Power Cap){at} in {self.samples} of {self.loaded} loaded samples"
+        if self.lowered:
+            return (
+                head + f": the limit is below the board's {self.board_w:.0f} W (profile), so a "
+                "lowered power limit (nvidia-smi -pl, a BMC or chassis cap) held the clock"
+            )
         if self.near:
             return head
         return (
@@ -190,7 +208,7 @@ class PowerCap:
         )
 
 
-def power_cap(loaded: Sequence[Any]) -> PowerCap | None:
+def power_cap(loaded: Sequence[Any], board_w: float | None = None) -> PowerCap | None:
     capped = [s for s in loaded if "sw_power_cap" in s.reasons]
     if not capped:
         return None
@@ -199,6 +217,7 @@ def power_cap(loaded: Sequence[Any]) -> PowerCap | None:
         len(loaded),
         _median([s.power_w for s in capped if s.power_w is not None]),
         _median([s.power_limit_w for s in capped if s.power_limit_w is not None]),
+        board_w,
     )
 
 
@@ -230,7 +249,7 @@ def _judge_gpu(
     mem_hottest = max((s.mem_temp_c for s in rows if s.mem_temp_c is not None), default=None)
     clock = _median([s.sm_clock_mhz for s in loaded if s.sm_clock_mhz is not None])
     power = _median([s.power_w for s in loaded if s.power_w is not None])
-    cap = power_cap(loaded)
+    cap = power_cap(loaded, getattr(limits, "power_limit_w", None))
     free = [s for s in loaded if not _explained(s, cap)]
     free_clock = _median([s.sm_clock_mhz for s in free if s.sm_clock_mhz is not None])
     if limits is not None:

@@ -66,9 +66,25 @@ def check_nccl(
         return out
     if multi_node is None:
         multi_node = len(hosts) > 1
+    if not multi_node and len(parsed.ranks) == 1 and profile.gpu.count > 1:
+        return [
+            Finding(
+                "NCCL-003",
+                Status.FAIL,
+                subj,
+                f"{parsed.collective or 'the collective'} ran on 1 GPU of the "
+                f"{profile.gpu.count} profile {profile.name} has: a single-node run uses "
+                "every GPU (-g N), or a GPU is not visible to CUDA",
+                1,
+                profile.gpu.count,
+                "GPUs",
+                "run it with -g set to the node's GPU count; if it was, check nvidia-smi "
+                "and CUDA_VISIBLE_DEVICES",
+            )
+        ]
     if not multi_node and len(parsed.ranks) == 1:
-        # one rank (-g 1): the collective moves no data between GPUs, busbw is 0 by
-        # definition; what it shows is that NCCL and CUDA ran and the results are right
+        # one rank (-g 1) on a one-GPU node: the collective moves no data between GPUs,
+        # busbw is 0 by definition; it shows NCCL and CUDA ran and the results are right
         return [
             Finding(
                 "NCCL-1GPU",

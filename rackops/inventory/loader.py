@@ -578,6 +578,22 @@ def _build_node(
                 )
         if gpus is None and loaded is not None:
             gpus = loaded.profile.gpu.count
+        if v.get("rackops_hcas") == [] and loaded is not None and loaded.profile.hca.count:
+            file, line = hv.origin("rackops_hcas")
+            diagnostics.append(
+                Diagnostic(
+                    "INV001",
+                    Level.ERROR,
+                    f"{name}: rackops_hcas is empty (a GPU-only node), but profile "
+                    f"{profile_name} has {loaded.profile.hca.count} HCAs: list them, or use a "
+                    "profile with hca.count: 0",
+                    file,
+                    line,
+                    name,
+                    "rackops_hcas",
+                )
+            )
+            return None
     if gpus is None and isinstance(v.get("rackops_hcas"), list):
         gpus = (
             max(

@@ -100,7 +100,9 @@ def num(text: str) -> float | None:
 # mlxlink colours its values (ESC[32m ... with the reset at the start of the next line) and
 # redraws progress with CR, mstflint's tools erase lines (ESC[2K) and back up (BS).
 _CSI = re.compile(r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]")  # colours, underline, erase, cursor
-_OSC = re.compile(r"(?:\x1b\]|\x9d)[^\x07\x1b\x9c\n]{0,4096}(?:\x07|\x1b\\|\x9c)")  # titles, links
+# titles, links; its body stops at the next escape or OSC start, so a scan never overlaps
+# the next one (linear in the text, whatever it holds)
+_OSC = re.compile(r"(?:\x1b\]|\x9d)[^\x07\x1b\x9c\x9d\n]{0,4096}(?:\x07|\x1b\\|\x9c)")
 _ESC = re.compile(r"\x1b[@-Z\\^_]|\x1b[ -/]*[0-~]")  # the other escapes: ESC and one char
 _BACKSPACED = re.compile(r"[^\n\x08]\x08")
 

@@ -79,12 +79,12 @@ def parse(tool: str, text: str) -> object:
     t = registry().get(tool)
     if t is None or t.parse is None:
         raise KeyError(tool)
-    if not text.strip():
+    if len(text) <= MAX_INPUT_CHARS:  # larger: refused just below, unread
+        text = plain(text)  # as a terminal shows it: escapes, progress redraws, old line ends
+    if not text.strip():  # nothing a terminal would show
         if t.empty is not None:
             return t.empty()  # the tool's own answer (its exit status is the caller's)
         raise ParseError("the output is empty")
-    if len(text) <= MAX_INPUT_CHARS:  # larger: refused just below, unread
-        text = plain(text)  # as a terminal shows it: escapes, progress redraws, old line ends
     check_limits(text)  # size and line length, before any parser or regex sees it
     try:
         return t.parse(text)

@@ -174,6 +174,8 @@ def node_check(
     status = Status(
         max((f["status"] for f in findings), key=STATUS_VALUE.__getitem__, default="ERROR")
     )
+    if missing and status is Status.OK:
+        status = Status.WARN  # healthy as far as it was captured: not a whole check
     return Health(node, status, bad, time.monotonic() - started, not_captured=missing)
 
 

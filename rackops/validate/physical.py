@@ -20,7 +20,6 @@ before the pair rounds, and the one after them with BER and optics.
 
 from __future__ import annotations
 
-import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
@@ -51,7 +50,9 @@ from rackops.validate.rundir import RunDir
 
 SETTLE_POLL_S = 2.0
 IBSTAT_FIX = "run ibstat on this host: a hung or failing driver prints a cut output (dmesg)"
-_STATE = re.compile(r"[A-Za-z][A-Za-z_ -]{0,31}")  # Active, Down, Polling, Armed, ...
+# the port states ibstat prints (infiniband-diags ibstat.c port_state_str; "???" is unknown)
+PORT_STATES = {"down": "Down", "initializing": "Initializing", "armed": "Armed",
+               "active": "Active", "actdefer": "ActDefer"}  # fmt: skip
 
 
 @dataclass
@@ -191,10 +192,13 @@ class Physical:
             parsed = parse("ibstat", part.text)
         except ParseError:
             return out
-        for ca in parsed.cas:
+        cas = list(parsed.cas)
+        if not parsed.complete and cas:
+            cas.pop()  # the output was cut: its last CA's state may be cut too ("Act")
+        for ca in cas:
             if ca.name in out and ca.ports:
                 state = ca.ports[0].state
-                out[ca.name] = state if state and _STATE.fullmatch(state) else None
+                out[ca.name] = PORT_STATES.get(state.strip().lower()) if state else None
         return out
 
     def _samples(

@@ -13,6 +13,7 @@ Every call is logged (``calls``), so a test can assert what ran, where and how o
 
 from __future__ import annotations
 
+import itertools
 import re
 import shlex
 import threading
@@ -113,6 +114,7 @@ class Recording:
 CAPTURE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 MAX_CAPTURES = 512
 MAX_CMD_BYTES = 64 * 1024
+MAX_CAPTURE_BYTES = 256 * 1024 * 1024  # every capture of one node together
 
 
 def from_captures(path: Path, node: str) -> Recording:
@@ -123,26 +125,43 @@ def from_captures(path: Path, node: str) -> Recording:
     (``rackops node-check --run-dir``, ``validate``): its outputs, re-keyed to ``node`` when
     they are one node's."""
     from rackops.errors import InputError
+    from rackops.validate.records import DamagedRunDir
     from rackops.validate.rundir import MAX_RAW_BYTES, read_regular
 
     if not path.is_dir():
         raise InputError(f"{path}: not a directory of captures (NAME.cmd, NAME.out, ...)")
     if (path / "results.jsonl").exists():
         rec = Recording.from_rundir(path)
-        hosts = {h for h, _ in rec.exact}
-        if len(hosts) == 1 and node not in hosts:
+        hosts = {h for h, _ in rec.exact} | {h for h, _ in rec.by_tool} | set(rec.unreachable)
+        if len(hosts) == 1 and node not in hosts:  # one node's outputs: this node's
             rec.exact = {(node, argv): r for (_h, argv), r in rec.exact.items()}
+            rec.by_tool = {(node, tool): r for (_h, tool), r in rec.by_tool.items()}
+            whys = list(rec.unreachable.values())
+            rec.unreachable = {node: whys[0]} if whys else {}
         return rec
-    cmds = sorted(p for p in path.iterdir() if p.suffix == ".cmd")
-    if len(cmds) > MAX_CAPTURES:
-        raise InputError(f"{path}: {len(cmds)} captures, more than {MAX_CAPTURES}")
+    entries = list(itertools.islice(path.iterdir(), 4 * MAX_CAPTURES + 1))
+    cmds = sorted(p for p in entries if p.suffix == ".cmd")
+    if len(entries) > 4 * MAX_CAPTURES or len(cmds) > MAX_CAPTURES:
+        raise InputError(
+            f"{path}: more than {MAX_CAPTURES} captures (4 files each): not one node's outputs"
+        )
     rec = Recording()
+    budget = [MAX_CAPTURE_BYTES]
 
     def text(p: Path, limit: int) -> str | None:
         try:
-            return read_regular(path, p, limit).decode(errors="replace")
+            data = read_regular(path, p, min(limit, budget[0]))
         except FileNotFoundError:
             return None
+        except DamagedRunDir as exc:
+            if "larger than" in exc.why and budget[0] < limit:
+                raise InputError(
+                    f"{path}: the captures hold more than {MAX_CAPTURE_BYTES} bytes in all "
+                    "(one node's outputs are far less)"
+                ) from None
+            raise
+        budget[0] -= len(data)
+        return data.decode(errors="replace")
 
     for cmd in cmds:
         stem = cmd.stem
@@ -156,7 +175,7 @@ def from_captures(path: Path, node: str) -> Recording:
         if not argv:
             raise InputError(f"{cmd}: empty; write the command whose output {stem}.out holds")
         rc_text = (text(path / f"{stem}.rc", 16) or "0").strip()
-        if not rc_text.isdigit() or int(rc_text) > 255:
+        if not re.fullmatch(r"[0-9]{1,3}", rc_text) or int(rc_text) > 255:
             raise InputError(f"{path / (stem + '.rc')}: {rc_text[:16]!r} is not an exit status")
         out = text(path / f"{stem}.out", MAX_RAW_BYTES)
         if out is None:

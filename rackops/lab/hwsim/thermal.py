@@ -18,7 +18,7 @@ an H200 at its 700 W limit, the same GH100 die and limit as the lab's H100 SXM):
 
 * ``gemm`` (dense FP16 GEMM: dcgmproftester -t 1004, the DCGM stress plugins) is
   power-bound: the GPU sits at its power limit (median 691 W of 700) with SW Power Cap
-  (0x4) active, its SM clock 1,365-1,545 MHz in steps of 15 (median ~1,425), below the
+  (0x4) active, its SM clock 1,365-1,545 MHz in steps of 15 (median 1,410), below the
   1,590 MHz base clock. A lower limit lowers the clock with it.
 * ``copy`` (device memory copy, -t 1005) is memory-bound: 1,980 MHz at ~466 W, no reason.
 * ``nccl``: bandwidth-bound like the copy (no capture of its power: below the cap).
@@ -43,7 +43,7 @@ MEM_MHZ = 2619
 # NVML clock event reason bits (nvml.h): idle, SW power cap, HW slowdown, HW thermal, brake
 GPU_IDLE, SW_POWER_CAP, HW_SLOWDOWN, HW_THERMAL, HW_POWER_BRAKE = 0x1, 0x4, 0x8, 0x40, 0x80
 # under a power-bound load at a 700 W limit (captures/h200-580/query-gpu-lms250.csv)
-CAPPED_SM_MHZ = 1425  # the median; samples range 1,365-1,545 in steps of 15
+CAPPED_SM_MHZ = 1410  # the capture's median; samples range 1,365-1,545 in steps of 15
 CAPPED_DRAW = 0.987  # of the limit (691 W of 700)
 COPY_DRAW = 466.0 / 700.0  # a memory copy at 1,980 MHz draws ~466 W of 700, no reason
 POWER_BOUND = ("gemm",)
@@ -133,6 +133,8 @@ def sensors(node, g, t=None):
     sm = MAX_SM_MHZ if active else IDLE_SM_MHZ
     # power follows the load at once (the driver's 1 s average); only the heat lags
     power = (COPY_DRAW * 700.0 if active else IDLE_W) + 0.6 * g
+    if active and power > CAPPED_DRAW * limit:  # a copy against a lowered limit: capped too
+        active = active | set(POWER_BOUND)
     if active & set(POWER_BOUND):  # at the power limit: the driver caps the clock
         reasons |= SW_POWER_CAP
         sm = capped_sm(limit, t)

@@ -146,8 +146,8 @@ class NodeStage(StageBase):
         single = next((c for c in plan.node_checks if c.name == nccl_tests.SINGLE_NODE), None)
         if single is None:
             return
-        load = self.suite.checks.gpu_load
-        measured = load is not None and bool(load.gemm or load.hbm)
+        # measured: a GEMM or HBM check is in this plan (a replay plans only what it has)
+        measured = any(c.tool == "dcgmproftester" for c in plan.node_checks)
         for n in plan.nodes:
             step = f"node/{n}/{single.name}"
             if self._gpus(n) != 1 or step in done:
@@ -250,8 +250,13 @@ class NodeStage(StageBase):
 
 
 def _reason(result: CommandResult) -> str | None:
-    """A failed command's own last word on stderr (its reason line), or None."""
+    """A failed command's own words on stderr: its first line, and its last where that is
+    another (the reason is either: "Invalid number of GPUs ..." comes first, then advice;
+    "Failed to initialize NVML: ..." is the last), or None."""
     if result.rc in (0, None):
         return None
     lines = [ln.strip() for ln in result.stderr.splitlines() if ln.strip()]
-    return lines[-1][:300] if lines else None
+    if not lines:
+        return None
+    said = lines[0] if len(lines) == 1 else f"{lines[0]} … {lines[-1]}"
+    return said[:300]
