@@ -403,25 +403,32 @@ class LocalExecutor:
     def __init__(self, scenario: Path, state: Path) -> None:
         self.scenario, self.state = scenario, state
 
-    def run(self, t: Any, argv: Any, timeout: float, become: bool | None = None) -> Any:
+    def env(self, node: str) -> dict[str, str]:
         import os
-        import subprocess
-        import sys
-        import time
 
-        from rackops.validate.executor import CommandResult
-
-        env = {
+        return {
             **os.environ,
             "PYTHONPATH": str(ROOT / "rackops" / "lab"),
             "RACKOPS_HWSIM_SCENARIO": str(self.scenario),
             "RACKOPS_HWSIM_STATE": str(self.state),
-            "RACKOPS_HWSIM_NODE": t.name,
+            "RACKOPS_HWSIM_NODE": node,
         }
+
+    def command(self, argv: Any) -> list[str]:
+        import sys
+
+        return [sys.executable, "-m", "hwsim", *argv]
+
+    def run(self, t: Any, argv: Any, timeout: float, become: bool | None = None) -> Any:
+        import subprocess
+        import time
+
+        from rackops.validate.executor import CommandResult
+
         started = time.monotonic()
         proc = subprocess.run(
-            [sys.executable, "-m", "hwsim", *argv],
-            env=env,
+            self.command(argv),
+            env=self.env(t.name),
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -588,33 +595,12 @@ class ToolsOnPath(LocalExecutor):
             exe.write_text(f'#!/bin/sh\nexec {sys.executable} -m hwsim {tool} "$@"\n')
             exe.chmod(0o755)
 
-    def run(self, t: Any, argv: Any, timeout: float, become: bool | None = None) -> Any:
-        import os
-        import subprocess
-        import time
+    def env(self, node: str) -> dict[str, str]:
+        env = super().env(node)
+        return {**env, "PATH": f"{self.bin}:{env['PATH']}"}
 
-        from rackops.validate.executor import CommandResult
-
-        env = {
-            **os.environ,
-            "PATH": f"{self.bin}:{os.environ['PATH']}",
-            "PYTHONPATH": str(ROOT / "rackops" / "lab"),
-            "RACKOPS_HWSIM_SCENARIO": str(self.scenario),
-            "RACKOPS_HWSIM_STATE": str(self.state),
-            "RACKOPS_HWSIM_NODE": t.name,
-        }
-        started = time.monotonic()
-        proc = subprocess.run(
-            list(argv), env=env, capture_output=True, text=True, timeout=timeout, check=False
-        )
-        return CommandResult(
-            t.name,
-            tuple(argv),
-            proc.returncode,
-            proc.stdout,
-            proc.stderr,
-            time.monotonic() - started,
-        )
+    def command(self, argv: Any) -> list[str]:
+        return list(argv)  # a batch script or a tool: the target's shell runs it
 
 
 @pytest.mark.parametrize("tool", ["ibstat", "ethtool", "mlxlink"])
