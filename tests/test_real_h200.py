@@ -230,3 +230,25 @@ def test_a_kernel_log_whose_last_xid_has_no_final_newline_keeps_it() -> None:
     )
     log = parse("kernel-xid", "[    0.000000] Linux version 6.8.0\n" + line)
     assert [e.code for e in log.events] == [79]
+
+
+def test_the_peer_figures_come_from_one_regime_whatever_the_load_mix() -> None:
+    """Two healthy GPUs, one sampled mostly under a copy (466 W, full clock), the other
+    mostly under GEMM at the cap: over the mix their median power differs by ~200 W; the
+    figures the peer gate compares are each GPU's power-capped samples, alike."""
+    rows = [r for r in GEMM_CSV.splitlines()[1:] if r.rstrip().endswith("4")][20:40]  # steady
+    copy = ", 1980, 3201, 50, 48, 466.00, 700.00, 0x0000000000000000"
+
+    def gpu(index: int, capped: int) -> list[str]:
+        out = []
+        for i, row in enumerate(rows):
+            cells = row.split(", ")
+            cells[1] = str(index)
+            line = ", ".join(cells)
+            out.append(line if i < capped else ", ".join(cells[:4]) + copy)
+        return out
+
+    csv = GEMM_CSV.splitlines()[0] + "\n" + "\n".join(gpu(0, 16) + gpu(1, 4)) + "\n"
+    got = judge_samples(parse_smi_samples(csv).samples, "n1", H200.load)
+    power = {f.subject.gpu: f.observed for f in got if f.code == "LOAD-POWER"}
+    assert abs(power[0] - power[1]) < 10, power  # type: ignore[operator]

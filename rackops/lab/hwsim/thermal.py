@@ -112,10 +112,10 @@ def _heat(node, g, t):
 
 def capped_sm(limit, t):
     """The SM clock of a power-capped GPU: the capture's median at 700 W, a lower limit
-    lower (clock ~ sqrt(power) near the cap), wandering +-60 MHz in 15 MHz steps as the
+    lower (clock ~ sqrt(power) near the cap), wandering +-45 MHz in 15 MHz steps as the
     capture's does."""
     base = CAPPED_SM_MHZ * math.sqrt(limit / 700.0)
-    wander = 60.0 * math.sin(t * 7.3) * math.cos(t * 1.9)
+    wander = 45.0 * math.sin(t * 7.3) * math.cos(t * 1.9)  # 1,365-1,455: the capture's bulk
     return int(min(MAX_SM_MHZ, round((base + wander) / 15.0) * 15))
 
 
