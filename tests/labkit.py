@@ -120,3 +120,21 @@ def set_fabric_faults(faults: list[dict[str, Any]]) -> None:
         fh.seek(0)
         fh.write(json.dumps(data, indent=1))
         fh.truncate()
+
+
+def recap(out: str) -> dict[str, dict[str, int]]:
+    return {
+        m.group(1): {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", m.group(2))}
+        for m in re.finditer(r"^(node\d+)\s+:\s+(.*)$", out, re.M)
+    }
+
+
+def changed_tasks(out: str) -> list[str]:
+    """The tasks a run changed, with the hosts: what a failed idempotence check names."""
+    found, task = [], ""
+    for line in out.splitlines():
+        if line.startswith(("TASK [", "RUNNING HANDLER [")):
+            task = line.split("[", 1)[1].rsplit("]", 1)[0]
+        elif line.startswith("changed: ["):
+            found.append(f"{task}: {line}")
+    return found

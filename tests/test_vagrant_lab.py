@@ -10,12 +10,11 @@ the private networks it writes, the rails' Soft-RoCE from the Vagrantfile's prov
 then the roles (the hugepage role's kernel command line and reboot, under Vagrant) and
 validate ACCEPTED. The two-VM run is the README's, timed in bench/README.md.
 
-Not in CI's run: ``scripts/test`` leaves marker ``vagrant`` out (beside the VM lab test it
-took CI to 2,050-2,200 s of its 2,100 on 2 cores). Run it with ``bash scripts/test -m
-vagrant``; it needs root, Debian's vagrant and vagrant-libvirt, libvirt with the QEMU driver (``bash
-scripts/lab-deps --vagrant``) and libvirtd (``scripts/libvirt-host up`` starts it; where
-systemd is not PID 1, with ``RACKOPS_LIBVIRT_SANDBOX=1``). ``RACKOPS_REQUIRE_VAGRANT=1``
-makes a missing part a failure instead of a skip.
+In CI's run (``scripts/test``, after the VM lab test: one emulated rack at a time); alone,
+``bash scripts/test -m vagrant``. It needs root, Debian's vagrant and vagrant-libvirt, libvirt
+with the QEMU driver (``bash scripts/lab-deps --vagrant``) and libvirtd (``scripts/libvirt-host
+up`` starts it; where systemd is not PID 1, with ``RACKOPS_LIBVIRT_SANDBOX=1``).
+``RACKOPS_REQUIRE_VAGRANT=1`` (CI) makes a missing part a failure instead of a skip.
 """
 
 from __future__ import annotations
@@ -28,9 +27,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from labkit import changed_tasks, recap
 from labkit import validate as labkit_validate
 from test_lab import ROOT, VENV_BIN
-from test_vm_lab import changed_tasks, recap
 
 from rackops.lab.vagrantbox import add_box, box_name, build_box, virsh
 from rackops.lab.vm import accel
