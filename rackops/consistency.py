@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from rackops.design import overridden, pfc_vector
 from rackops.inventory.model import Cluster, Node, RoceQos, Switch
 
 L2_HEADER_BYTES = 18  # Ethernet header + FCS
@@ -144,10 +145,6 @@ def _v(
     return Violation(r.code, r.severity, message, fix, got, want, where)
 
 
-def _vector(prios: tuple[int, ...]) -> str:
-    return ",".join("1" if p in prios else "0" for p in range(8))
-
-
 # ----------------------------------------------------------------- switch port rules
 
 
@@ -256,9 +253,9 @@ def _pfc_violations(
     out = []
     want = (q.priority,)
     fix = (
-        f"mlnx_qos -i <netdev> --pfc {_vector(want)}"
+        f"mlnx_qos -i <netdev> --pfc {pfc_vector(want)}"
         if where == "host"
-        else f"enable PFC on priority {q.priority} only (vector {_vector(want)})"
+        else f"enable PFC on priority {q.priority} only (vector {pfc_vector(want)})"
     )
     if q.cnp_priority in pfc:
         out.append(
@@ -267,8 +264,8 @@ def _pfc_violations(
                 f"PFC is enabled on the CNP priority {q.cnp_priority} ({where} PFC set "
                 f"{list(pfc)}); CNP is strict and lossy and must never be paused",
                 fix,
-                _vector(pfc),
-                _vector(want),
+                pfc_vector(pfc),
+                pfc_vector(want),
                 ("pfc_priorities",),
             )
         )
@@ -278,10 +275,10 @@ def _pfc_violations(
             _v(
                 exact,
                 f"{where} PFC is on priorities {list(pfc)}, expected exactly {list(want)} (the "
-                f"RoCE priority; vector {_vector(want)})",
+                f"RoCE priority; vector {pfc_vector(want)})",
                 fix,
-                _vector(pfc),
-                _vector(want),
+                pfc_vector(pfc),
+                pfc_vector(want),
                 ("pfc_priorities",),
             )
         )
@@ -457,7 +454,7 @@ def design_port(cluster: Cluster, sw: Switch) -> PortQos:
         mtu=mtu,
         trust_dscp=True,
         dscp_to_tc={d: switch_dscp_to_tc(sw, roce, d) for d in range(64)},
-        pfc=tuple(sw.qos.pfc_priorities or roce.pfc_priorities),
+        pfc=overridden(sw.qos.pfc_priorities, roce.pfc_priorities),
         ecn_queue=roce.priority,
         ecn_min=roce.ecn.min_threshold_bytes,
         ecn_max=roce.ecn.max_threshold_bytes,
@@ -483,8 +480,8 @@ def isl_violations(leaf: PortQos, spine: PortQos, roce: RoceQos | None) -> list[
         out.append(
             _v(
                 ISL,
-                f"PFC on priorities {_vector(leaf.pfc)} at the leaf end but "
-                f"{_vector(spine.pfc)} at the spine end: RoCE traffic is lossy across this link",
+                f"PFC on priorities {pfc_vector(leaf.pfc)} at the leaf end but "
+                f"{pfc_vector(spine.pfc)} at the spine end: RoCE traffic is lossy across this link",
                 "give both ends the design's PFC priorities (rackops_switch_qos.pfc_priorities)",
                 spine.pfc,
                 leaf.pfc,

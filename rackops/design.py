@@ -32,6 +32,17 @@ from rackops.inventory.model import (
 )
 
 
+def pfc_vector(priorities: Sequence[int]) -> str:
+    """mlnx_qos --pfc form: eight 0/1 flags, priority 0 first (every layer prints this one)."""
+    return ",".join("1" if p in priorities else "0" for p in range(8))
+
+
+def overridden(override: tuple[int, ...] | None, designed: Sequence[int]) -> tuple[int, ...]:
+    """A per-host or per-switch PFC override over the rack's: ``None`` is "as designed",
+    an empty tuple is "no PFC here" (never the rack's by a falsy ``or``)."""
+    return tuple(designed) if override is None else tuple(override)
+
+
 @dataclass(frozen=True)
 class HostRoce:
     """The host side of the lossless-RoCE design on one node."""
@@ -47,8 +58,7 @@ class HostRoce:
 
     @property
     def pfc_vector(self) -> str:
-        """mlnx_qos --pfc form: eight 0/1 flags, priority 0 first."""
-        return ",".join("1" if p in self.pfc else "0" for p in range(8))
+        return pfc_vector(self.pfc)
 
 
 @dataclass(frozen=True)
@@ -120,7 +130,7 @@ def host_roce(r: RoceQos, qos: HostQos) -> HostRoce:
         priority=dscp2prio[r.dscp],
         cnp_dscp=cnp_dscp,
         cnp_priority=dscp2prio[cnp_dscp],
-        pfc=tuple(qos.pfc_priorities if qos.pfc_priorities is not None else r.pfc_priorities),
+        pfc=overridden(qos.pfc_priorities, r.pfc_priorities),
         dscp2prio=dscp2prio,
         tos=qos.nccl_ib_tc if qos.nccl_ib_tc is not None else r.nccl_ib_tc,
     )

@@ -15,10 +15,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rackops.cli import main
+from rackops.design import node_design
 from rackops.inventory import load_inventory
 from rackops.inventory.model import Cluster
 from rackops.lint import lint_inventory
-from rackops.render import render_all, render_switch, verify_switch
+from rackops.render import render_all, render_host, render_switch, verify_switch
 from rackops.render.view import RenderError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -316,3 +317,39 @@ def test_eos_scheduling_and_lossless_lines_are_checked(
     hits = [d for d in found if d.code == code]
     # every port of the leaf, its four uplinks to the spines too
     assert len(hits) == 8 and needle in hits[0].message, [d.message for d in found]
+
+
+def test_a_hosts_qos_overrides_are_what_its_rendered_host_file_applies(roce: Rack) -> None:
+    """render_host takes node01's QoS from its computed design (the one the roles and
+    validate read), never the rack-wide view: PFC, CNP DSCP, NCCL's traffic class and the
+    ECN priority all follow the host's overrides; node02 keeps the rack's."""
+    roce.hostvar(
+        "node01",
+        "rackops_host_qos",
+        {"pfc_priorities": [3, 4], "nccl_ib_tc": 98, "cnp_dscp": 40, "dscp2prio": {26: 4}},
+    )
+    cluster = load_inventory(roce.path).raise_for_errors()
+    d = node_design(cluster, "node01").roce
+    assert d is not None and d.pfc_vector == "0,0,0,1,1,0,0,0" and d.priority == 4
+    host = yaml.safe_load(render_host(cluster, "node01"))
+    pfc = [argv for argv in host["mlnx_qos"] if "--pfc" in argv]
+    assert len(pfc) == 8 and {argv[-1] for argv in pfc} == {d.pfc_vector}
+    assert ["mlnx_qos", "-i", pfc[0][2], "--dscp2prio", "set,26,4"] in host["mlnx_qos"]
+    assert host["nccl_env"]["NCCL_IB_TC"] == "98" and set(host["roce_tos"].values()) == {98}
+    ecn = host["ecn"][next(iter(host["ecn"]))]
+    assert ecn["roce_np/cnp_dscp"] == 40
+    assert ecn["roce_np/enable/4"] == ecn["roce_rp/enable/4"] == 1 and "roce_np/enable/3" not in ecn
+    assert ecn["roce_np/cnp_802p_prio"] == d.cnp_priority
+    assert host["intent"]["pfc"] == [3, 4] and host["intent"]["cnp_dscp"] == 40
+    other = yaml.safe_load(render_host(cluster, "node02"))
+    assert (
+        other["nccl_env"]["NCCL_IB_TC"] == "106" and other["mlnx_qos"][0][-1] == "0,0,0,1,0,0,0,0"
+    )
+
+
+def test_an_empty_pfc_override_means_no_pfc_never_the_racks(roce: Rack) -> None:
+    """``pfc_priorities: []`` on a switch is "no PFC here": lint names that leaf's lossy
+    ports and the lossy ISLs, where a falsy ``or`` used to render and check the rack's."""
+    roce.hostvar("leaf-r0", "rackops_switch_qos", {"pfc_priorities": []})
+    errors = {(d.code, d.subject) for d in roce.lint().diagnostics if d.level.value == "ERROR"}
+    assert {("C-13", "leaf-r0"), ("C-45", "leaf-r0")} <= errors, errors

@@ -6,7 +6,6 @@ from __future__ import annotations
 import functools
 import json
 import re
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +14,7 @@ import yaml
 
 from rackops import __version__, data
 from rackops.consistency import Intent
+from rackops.design import node_design
 from rackops.diagnostics import Diagnostic, Level
 from rackops.inventory.model import Cluster
 from rackops.names import safe_file_stem
@@ -171,28 +171,46 @@ def switch_changes(
 
 
 def render_host(cluster: Cluster, node: str) -> str:
+    """One host's side of the fabric design: the commands and values the roce_host_qos role
+    applies, from the host's computed design (its own overrides included) — never from the
+    rack-wide view, which only refuses a design no switch could carry."""
     v = host_view(cluster, node)
-    q = v.qos
+    design = node_design(cluster, node)
     data: dict[str, object] = {"node": v.node, "mtu": v.mtu, "netdevs": list(v.netdevs)}
-    if q is not None:
-        vector = ",".join("1" if p in q.pfc_priorities else "0" for p in range(8))
+    if v.qos is not None and design.roce is not None:
+        q, d = v.qos, design.roce
         data.update(
             {
                 "mlnx_qos": [
-                    ["mlnx_qos", "-i", nd, "--trust", "dscp", "--pfc", vector] for nd in v.netdevs
+                    argv
+                    for nd in v.netdevs
+                    for argv in (
+                        ["mlnx_qos", "-i", nd, "--trust", d.trust, "--pfc", d.pfc_vector],
+                        *(
+                            ["mlnx_qos", "-i", nd, "--dscp2prio", f"set,{dscp},{prio}"]
+                            for dscp, prio in sorted(d.dscp2prio.items())
+                        ),
+                    )
                 ],
                 "ecn": {
                     nd: {
-                        f"roce_np/enable/{q.roce_tc}": 1,
-                        f"roce_rp/enable/{q.roce_tc}": 1,
-                        "roce_np/cnp_dscp": q.cnp_dscp,
-                        "roce_np/cnp_802p_prio": q.cnp_tc,
+                        f"roce_np/enable/{d.priority}": 1,
+                        f"roce_rp/enable/{d.priority}": 1,
+                        "roce_np/cnp_dscp": d.cnp_dscp,
+                        "roce_np/cnp_802p_prio": d.cnp_priority,
                     }
                     for nd in v.netdevs
                 },
-                "roce_tos": {dev: q.nccl_ib_tc for dev in v.devices},
-                "nccl_env": {"NCCL_IB_TC": str(q.nccl_ib_tc), "NCCL_IB_HCA": ",".join(v.devices)},
-                "intent": asdict(q) | {"dscp_to_tc": None},
+                "roce_tos": {dev: d.tos for dev in v.devices},
+                "nccl_env": {"NCCL_IB_TC": str(d.tos), "NCCL_IB_HCA": ",".join(v.devices)},
+                # the host's design as the roles read it, and the switch side it relies on
+                "intent": design.as_vars()["roce"]
+                | {
+                    "ecn_min_bytes": q.ecn_min_bytes,
+                    "ecn_max_bytes": q.ecn_max_bytes,
+                    "ecn_probability_pct": q.ecn_probability_pct,
+                    "watchdog": q.watchdog,
+                },
             }
         )
     header = f"# rendered by rackops {__version__}: host side of the fabric design for {node}\n"

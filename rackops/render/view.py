@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from rackops.consistency import Intent, check_host, design_host, nccl_tc_violation
-from rackops.design import node_design
+from rackops.design import node_design, overridden
 from rackops.errors import RackopsError
 from rackops.inventory.model import Cluster, Switch, SwitchBuffers
 
@@ -131,7 +131,7 @@ def switch_view(cluster: Cluster, sw: Switch) -> SwitchView:
             **{
                 **qos.__dict__,
                 "dscp_to_tc": tuple(table),
-                "pfc_priorities": sw.qos.pfc_priorities or qos.pfc_priorities,
+                "pfc_priorities": overridden(sw.qos.pfc_priorities, qos.pfc_priorities),
             }
         )
     if fabric.type == "roce":

@@ -37,6 +37,7 @@ from rackops.checks.phy import (
     sample_ib,
     sample_roce,
 )
+from rackops.design import node_design
 from rackops.findings import Finding, Status, Subject
 from rackops.inventory.model import Cluster, Hca, Node
 from rackops.parsers import ParseError, parse
@@ -206,8 +207,8 @@ class Physical:
     ) -> tuple[dict[str, PortSample], dict[str, str]]:
         samples: dict[str, PortSample] = {}
         errors: dict[str, str] = {}
-        roce = self.cluster.fabric.roce
-        pfc = tuple(node.qos.pfc_priorities or (roce.pfc_priorities if roce else ()))
+        roce = node_design(self.cluster, node).roce  # the host's own PFC, overrides included
+        pfc = roce.pfc if roce is not None else ()
         for h in node.hcas:
             try:
                 if self.cluster.fabric.type == "roce":
