@@ -87,9 +87,10 @@ def _read_input(path: str) -> str:
 
 
 def _cmd_parse(args: argparse.Namespace) -> int:
-    from rackops.parsers import ParseError, as_jsonable, parse
+    from rackops.parsers import ParseError, as_jsonable
     from rackops.parsers._common import check_limits, plain
     from rackops.parsers.nvidia_smi import parse_query_gpu
+    from rackops.tools import parse
 
     text = _read_input(args.file)
     try:
@@ -112,8 +113,8 @@ def _cmd_parse(args: argparse.Namespace) -> int:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    from rackops.checks.offline import build_context, evaluate
     from rackops.findings import exit_code, worst
+    from rackops.tools.offline import build_context, evaluate
 
     ctx = build_context(args.profile, args.inventory, args.node, args.suite)
     findings = evaluate(args.tool, _read_input(args.file), ctx, args.node)
@@ -174,7 +175,8 @@ def _cmd_lab(args: argparse.Namespace) -> int:
         )
         return ExitCode.OK
     if args.action == "box":
-        from rackops.lab.lab import _cache_dir, lab_workdir
+        from rackops.lab.lab import _cache_dir
+        from rackops.lab.model import lab_workdir
         from rackops.lab.vagrantbox import add_box, box_name, build_box
         from rackops.lab.vm import accel
 
@@ -255,7 +257,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _cmd_profile_capture(args: argparse.Namespace) -> int:
-    from rackops.fleet.capture import capture
+    from rackops.validate.golden import capture
 
     run = args.run
     if run is None:  # the node's own run, now: a golden node must pass today's checks

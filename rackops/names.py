@@ -12,6 +12,8 @@ import ipaddress
 import re
 from collections.abc import Sequence
 
+from rackops.errors import ExitCode, RackopsError
+
 # a host name as Ansible, Slurm and DNS all take it: labels of letters, digits, '-' and '_'
 # (Ansible and Slurm accept '_'), each starting with a letter or digit, dot-separated
 HOST_NAME = r"[A-Za-z0-9][A-Za-z0-9_-]{0,62}(?:\.[A-Za-z0-9][A-Za-z0-9_-]{0,62})*"
@@ -128,3 +130,30 @@ def natural_key(name: object) -> tuple[tuple[int, int | str], ...]:
         for part in re.split(r"(\d+)", str(name))
         if part
     )
+
+
+# a node name on a command line: a host name (rackops.names: a letter or digit first, so
+# never an option; no '[', ',' or space, so never a hostlist)
+NODE_RE = re.compile(HOST_NAME)
+
+
+class UnsafeName(RackopsError):
+    """A node name that is not a name: never put on a command line."""
+
+    exit_code = ExitCode.UNREADABLE
+
+
+def short_repr(value: object, limit: int = 60) -> str:
+    """A value as an error message quotes it: its repr, cut to ``limit`` characters."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def node_arg(node: object) -> str:
+    """The node name, checked to be a name before it becomes an argument."""
+    if not isinstance(node, str) or not NODE_RE.fullmatch(node):
+        raise UnsafeName(
+            f"node {short_repr(node)} is not a node name (a letter or digit, then letters, digits, "
+            "'.', '_', '-'; no hostlist, no option): refused on a command line"
+        )
+    return node

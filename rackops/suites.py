@@ -15,7 +15,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from rackops import data
 from rackops.errors import ProfileError
-from rackops.tools import nccl_tests, perftest
 from rackops.yamlpos import read_yaml_file, yaml_error_location
 
 BUILTIN_SUITES_DIR = data.path("suites")
@@ -30,6 +29,19 @@ class DcgmParams(_Strict):
     timeout_s: int = Field(gt=0)
 
 
+# the programs a suite may name (the perftest and nccl-tests tools run them as named)
+PERFTEST_BW = ("ib_write_bw", "ib_read_bw", "ib_send_bw")
+PERFTEST_LAT = ("ib_write_lat", "ib_read_lat", "ib_send_lat")
+NCCL_COLLECTIVES = (
+    "all_reduce_perf",
+    "all_gather_perf",
+    "reduce_scatter_perf",
+    "alltoall_perf",
+    "sendrecv_perf",
+    "broadcast_perf",
+)
+
+
 def _one_of(value: str, programs: tuple[str, ...]) -> str:
     if value not in programs:
         raise ValueError(f"{value!r} is not one of {', '.join(programs)}")
@@ -42,7 +54,7 @@ class PerftestBwParams(_Strict):
     @field_validator("tool")
     @classmethod
     def _bw(cls, v: str) -> str:
-        return _one_of(v, perftest.BW)
+        return _one_of(v, PERFTEST_BW)
 
     message_size_bytes: int = Field(gt=0, description="the size the verdict is taken at")
     duration_s: int | None = Field(default=None, gt=0, description="-D: seconds per test")
@@ -79,7 +91,7 @@ class PerftestLatParams(_Strict):
     @field_validator("tool")
     @classmethod
     def _lat(cls, v: str) -> str:
-        return _one_of(v, perftest.LAT)
+        return _one_of(v, PERFTEST_LAT)
 
     message_size_bytes: int = Field(gt=0)
     iterations: int = Field(gt=0)
@@ -106,7 +118,7 @@ class NcclParams(_Strict):
     @field_validator("collective")
     @classmethod
     def _collective(cls, v: str) -> str:
-        return _one_of(v, nccl_tests.COLLECTIVES)
+        return _one_of(v, NCCL_COLLECTIVES)
 
     min_bytes: int = Field(gt=0)
     max_bytes: int = Field(gt=0)

@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 
 from rackops.checks import check_dcgm, check_hca_ports, check_nccl, check_perftest, peer_gate
-from rackops.checks.offline import build_context, evaluate
 from rackops.checks.repeat import combine_attempts
 from rackops.cli import main
 from rackops.errors import ProfileError
 from rackops.findings import Finding, Status, Subject, worst
 from rackops.inventory import load_inventory
-from rackops.parsers import parse
 from rackops.profiles import BUILTIN_PROFILES_DIR, load_profile, load_profile_file
+from rackops.tools import parse
+from rackops.tools.offline import build_context, evaluate
 
 FIX = Path(__file__).parent / "fixtures"
 NDR = load_profile("h100-sxm-ndr").profile

@@ -17,8 +17,8 @@ from rackops.design import host_design, host_design_from_vars, node_design
 from rackops.findings import Subject
 from rackops.inventory import load_inventory
 from rackops.inventory.model import Cluster, HostQos
-from rackops.parsers import parse
 from rackops.render.view import host_view
+from rackops.tools import parse
 
 ROOT = Path(__file__).resolve().parent.parent
 FIX = Path(__file__).parent / "fixtures"

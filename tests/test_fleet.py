@@ -14,7 +14,6 @@ import pytest
 
 from rackops.findings import Status
 from rackops.fleet import judge
-from rackops.fleet.capture import golden_of
 from rackops.fleet.compare import against_floors, against_golden, below, by_majority
 from rackops.fleet.facts import Fact, node_facts
 from rackops.inventory import load_inventory
@@ -22,6 +21,7 @@ from rackops.inventory.model import Cluster
 from rackops.parsers.host_facts import SCRIPT
 from rackops.profiles import Floor, Profile, load_profile
 from rackops.tools import parse
+from rackops.validate.golden import golden_of
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "rackops" / "lab"))
 from hwsim.node import Node

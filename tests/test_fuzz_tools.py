@@ -15,11 +15,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_checks import _args
 
-from rackops.checks.offline import build_context
 from rackops.findings import Status, worst
 from rackops.parsers import ParseError
 from rackops.tools import parse, registry
 from rackops.tools.base import Context
+from rackops.tools.offline import build_context
 
 FIX = Path(__file__).parent / "fixtures"
 TOOLS = sorted(n for n, t in registry().items() if t.parse is not None)

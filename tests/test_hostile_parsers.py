@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from rackops.checks.offline import build_context
 from rackops.findings import Status, worst
-from rackops.parsers import ParseError, parse
+from rackops.parsers import ParseError
 from rackops.parsers._common import MAX_INPUT_CHARS, MAX_LANES, MAX_LINE_CHARS
 from rackops.parsers.host_tuning import cpus
-from rackops.tools import evaluate, parsed_tools
+from rackops.tools import evaluate, parse, parsed_tools
+from rackops.tools.offline import build_context
 
 FIX = Path(__file__).parent / "fixtures"
 

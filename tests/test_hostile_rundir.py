@@ -29,6 +29,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from rackops import names
 from rackops.cli import main
 from rackops.scheduler import actions as sched
 from rackops.scheduler.slurm import node_states
@@ -531,18 +532,18 @@ def test_the_command_builders_refuse_a_name_that_is_not_a_name(
     node: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     log = _fake_tools(tmp_path, monkeypatch)
-    with pytest.raises(sched.UnsafeName):
+    with pytest.raises(names.UnsafeName):
         sched.slurm_drain(node, "why")
-    with pytest.raises(sched.UnsafeName):
+    with pytest.raises(names.UnsafeName):
         sched.slurm_resume(node)
     culprit = {"node": node, "kind": "node", "where": node, "message": "m"}
     for scheduler in ("slurm", "kubernetes"):
         if not node:  # a culprit without a node is the rack's: nothing to drain
             assert sched.drain_commands({"culprits": [culprit]}, scheduler) == []
             continue
-        with pytest.raises(sched.UnsafeName):
+        with pytest.raises(names.UnsafeName):
             sched.drain_commands({"culprits": [culprit]}, scheduler)
-    with pytest.raises(sched.UnsafeName):
+    with pytest.raises(names.UnsafeName):
         node_states(["node01", node], dict(os.environ))
     assert not log.exists()
 

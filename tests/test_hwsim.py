@@ -18,8 +18,9 @@ from rackops.checks import check_dcgm, check_hca_ports, check_nccl, check_perfte
 from rackops.checks.gpu import check_gpu_query, check_gpu_xml, check_nvlink
 from rackops.findings import Status, worst
 from rackops.lab.scenario import Fault, NodeSpec, Scenario, load_scenario
-from rackops.parsers import ParseError, as_jsonable, parse
+from rackops.parsers import ParseError, as_jsonable
 from rackops.profiles import load_profile
+from rackops.tools import parse
 
 # run as the targets run it: `python3 -m hwsim` with the package directory on PYTHONPATH
 HWSIM_PATH = str(Path(__file__).resolve().parent.parent / "rackops" / "lab")
@@ -351,7 +352,7 @@ def test_tool_missing(tmp_path: Path) -> None:
 
 def test_garbled_output_is_never_a_pass(tmp_path: Path) -> None:
     sim = Sim(tmp_path, {"node01": [{"kind": "garbled", "tool": "nvidia-smi", "keep": 0.4}]})
-    from rackops.checks.offline import Context, evaluate
+    from rackops.tools.offline import Context, evaluate
 
     ctx = Context(PROFILE, None, None, None)
     findings = evaluate(

@@ -15,9 +15,9 @@ from test_gpuload_sim import _bin, _sample_during_load
 
 from rackops.checks.gpuload import judge_samples
 from rackops.findings import Status
-from rackops.parsers import parse
 from rackops.parsers.nvidia_smi_perf import parse_smi_samples
 from rackops.profiles import load_profile
+from rackops.tools import parse
 from rackops.validate.stages.gpuload import sampler_argv
 
 FIX = Path(__file__).parent / "fixtures"

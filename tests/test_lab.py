@@ -23,8 +23,8 @@ from rackops.findings import Status, worst
 from rackops.lab.inventory import netdev
 from rackops.lab.lab import lab_workdir
 from rackops.lint import lint_inventory
-from rackops.parsers import parse
 from rackops.profiles import load_profile
+from rackops.tools import parse
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(os.environ.get("VIRTUAL_ENV", ROOT / ".venv")) / "bin"

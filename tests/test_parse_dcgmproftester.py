@@ -17,14 +17,14 @@ from pathlib import Path
 
 import pytest
 
-from rackops.parsers import ParseError, parse
+from rackops.parsers import ParseError
 from rackops.parsers._common import MAX_LINE_CHARS
 from rackops.parsers.dcgmproftester import (
     MAX_FIGURE,
     ProfTester,
     parse_dcgmproftester,
 )
-from rackops.tools import registry
+from rackops.tools import parse, registry
 
 FIX = Path(__file__).parent / "fixtures" / "dcgmproftester"
 

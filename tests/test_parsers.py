@@ -10,10 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rackops.cli import main
-from rackops.parsers import ParseError, as_jsonable, parse
+from rackops.parsers import ParseError, as_jsonable
 from rackops.parsers._common import plain
 from rackops.tools import get as get_tool
-from rackops.tools import parsed_tools
+from rackops.tools import parse, parsed_tools
 
 TOOLS = parsed_tools()
 

@@ -14,8 +14,8 @@ from rackops.checks.peers import peer_gate
 from rackops.checks.phy import PortReport, PortSample, judge_counters, judge_optics, judge_state
 from rackops.findings import Finding, Status, Subject, worst
 from rackops.inventory import load_inventory
-from rackops.parsers import parse
 from rackops.profiles import load_profile
+from rackops.tools import parse
 from rackops.validate.localise import localise
 from rackops.validate.peergate import peer_findings
 

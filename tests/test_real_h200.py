@@ -12,10 +12,11 @@ from rackops.checks.gpu import check_nvlink
 from rackops.checks.gpuload import judge_samples
 from rackops.checks.nccl import check_nccl
 from rackops.findings import Status
-from rackops.parsers import ParseError, parse
+from rackops.parsers import ParseError
 from rackops.parsers._common import plain
 from rackops.parsers.nvidia_smi_perf import parse_smi_samples
 from rackops.profiles import load_profile
+from rackops.tools import parse
 
 FIX = Path(__file__).parent / "fixtures"
 H200 = load_profile("h200-sxm-ndr").profile

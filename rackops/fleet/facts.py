@@ -4,7 +4,7 @@ A :class:`Fact` is one value of one device of one node (``node``: host-wide, ``g
 ``mlx5_2``) with the command it came from. Which facts there are, how much a difference
 weighs and what fixes it is :data:`KINDS`, written once: the golden comparison, the majority
 and the version floors (``rackops/fleet/compare.py``) and the capture
-(``rackops/fleet/capture.py``) all read it.
+(``rackops/validate/golden.py``) all read it.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from typing import Any
 
 from rackops.findings import Status
 from rackops.inventory.model import Node
-from rackops.parsers.lspci import ACS_REDIRECT_FLAGS
+from rackops.parsers.lspci import ACS_REDIRECT_FLAGS, link_capable
+from rackops.tools.mlxconfig import MLXCONFIG_KEYS
 
 # the node checks whose outputs hold fleet facts (tool registry names)
 SOURCES = (
@@ -31,23 +32,6 @@ SOURCES = (
 
 # mlxconfig keys that change what GPUDirect RDMA and RoCE do (config.md §8; NVIDIA's
 # GPUDirect and ATS/ACS guidance, docs/research/issue-23-mlxconfig-outputs.md §16)
-MLXCONFIG_KEYS = (
-    "ATS_ENABLED",
-    "ADVANCED_PCI_SETTINGS",
-    "MAX_ACC_OUT_READ",
-    "PCI_WR_ORDERING",
-    "P2P_ORDERING_MODE",
-    "PCI_ATOMIC_MODE",
-    "LINK_TYPE_P1",
-    "LINK_TYPE_P2",
-    "SRIOV_EN",
-    "NUM_OF_VFS",
-    "ROCE_CONTROL",
-    "ROCE_CC_PRIO_MASK_P1",
-    "ROCE_CC_PRIO_MASK_P2",
-    "CNP_DSCP_P1",
-    "CNP_802P_PRIO_P1",
-)
 
 
 @dataclass(frozen=True)
@@ -224,18 +208,6 @@ def _smi(out: _Out, smi: Any) -> dict[str, str]:
         out.add(dev, "compute_mode", g.compute_mode, src)
         out.add(dev, "persistence", g.persistence_mode, src)
     return bdfs
-
-
-def link_capable(lspci: Any, d: Any) -> tuple[float | None, int | None]:
-    """What a device's link can train at: the lower of the card's capability and its
-    upstream port's (a Gen5 card in a Gen4 slot trains at Gen4, and that is no fault)."""
-    caps = [d.link_cap]
-    parent = lspci.parent(d.bdf)
-    if parent is not None and not parent.caps_denied:
-        caps.append(parent.link_cap)
-    speeds = [c.speed_gts for c in caps if c is not None and c.speed_gts is not None]
-    widths = [c.width for c in caps if c is not None and c.width is not None]
-    return (min(speeds) if speeds else None, min(widths) if widths else None)
 
 
 def _pcie(out: _Out, lspci: Any, dev: str, bdf: str) -> None:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -111,3 +113,17 @@ class Engine:
     def networks(self, prefix: str) -> list[str]:
         proc = self.run(["network", "ls", "--format", "{{.Name}}"], check=False)
         return [n for n in proc.stdout.split() if n.startswith(prefix)]
+
+
+def wait_ssh(port: int, deadline: float, host: str = "127.0.0.1") -> bool:
+    """Whether an SSH server answers (its banner) on host:port before ``deadline``."""
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection((host, port), timeout=1) as s:
+                s.settimeout(1)
+                if s.recv(4).startswith(b"SSH"):
+                    return True
+        except OSError:
+            pass
+        time.sleep(0.1)
+    return False

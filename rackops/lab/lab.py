@@ -12,7 +12,6 @@ import hashlib
 import json
 import os
 import shutil
-import socket
 import subprocess
 import tarfile
 import tempfile
@@ -23,10 +22,10 @@ from rackops.inventory.model import Versions
 from rackops.lab import lldp, nspawn, spines, vm, vmimage
 from rackops.lab import slurm as lab_slurm
 from rackops.lab import switches as lab_switches
-from rackops.lab.engine import LABEL, Engine, LabError
+from rackops.lab.engine import LABEL, Engine, LabError, wait_ssh
 from rackops.lab.hoststate import restore, snapshot
 from rackops.lab.inventory import LAB_FABRIC, MAX_PER_RACK, RAILS, netdev, write_inventory
-from rackops.lab.model import MGMT_NET, RAIL_NET, LabNode, LabState
+from rackops.lab.model import MGMT_NET, RAIL_NET, LabNode, LabState, lab_workdir
 from rackops.lab.repo import APT_SOURCE, build_repo
 from rackops.lab.scenario import Scenario, load_scenario
 from rackops.lab.targets import NspawnTargets, PodmanTargets, targets_of
@@ -82,10 +81,6 @@ ExecStart=/usr/local/sbin/lab-init --keys-only
 [Install]
 WantedBy=multi-user.target
 """
-
-
-def lab_workdir(path: str | None) -> Path:
-    return Path(path or os.environ.get("RACKOPS_LAB_DIR") or ".lab").resolve()
 
 
 def image_rev() -> str:
@@ -187,19 +182,6 @@ def _keys(workdir: Path) -> Path:
         )
     shutil.copy(key.with_suffix(".pub"), ssh / "authorized_keys")
     return key
-
-
-def _wait_ssh(port: int, deadline: float, host: str = "127.0.0.1") -> bool:
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection((host, port), timeout=1) as s:
-                s.settimeout(1)
-                if s.recv(4).startswith(b"SSH"):
-                    return True
-        except OSError:
-            pass
-        time.sleep(0.1)
-    return False
 
 
 def up(
@@ -341,7 +323,7 @@ def _up_vm(
         vm.start(state, base, key.with_suffix(".pub").read_text(), spec, SWITCH_MTU)
         deadline = time.monotonic() + vm.BOOT_TIMEOUT_S
         for node in state.nodes:
-            if node.started and not _wait_ssh(22, deadline, node.ssh_host):
+            if node.started and not wait_ssh(22, deadline, node.ssh_host):
                 raise LabError(
                     f"{node.name}: no SSH banner on {node.ssh_host}:22 within "
                     f"{vm.BOOT_TIMEOUT_S} s; see {wd / 'vm' / (node.name + '.log')}"
@@ -473,7 +455,7 @@ def _start_nspawn(
     nspawn.start(state, Path(state.image), state.rails, _leaf_port_mtus(spec), SWITCH_MTU, binds)
     deadline = time.monotonic() + 60
     for node in state.nodes:
-        if node.started and not _wait_ssh(node.ssh_port, deadline, node.ssh_host):
+        if node.started and not wait_ssh(node.ssh_port, deadline, node.ssh_host):
             raise LabError(
                 f"{node.name}: no SSH banner on {node.ssh_host}:22 within 60 s; see"
                 f" {state.workdir / 'nspawn-logs' / (node.name + '.log')}"
@@ -596,7 +578,7 @@ def _start(
     _switch_mtu(engine, state, spec)
     deadline = time.monotonic() + 60
     for node in state.nodes:
-        if node.started and not _wait_ssh(node.ssh_port, deadline):
+        if node.started and not wait_ssh(node.ssh_port, deadline):
             raise LabError(
                 f"{node.name}: no SSH banner on 127.0.0.1:{node.ssh_port} within 60 s;"
                 f" see `{engine_name} logs {node.container}`"
@@ -843,7 +825,7 @@ def status(*, workdir: str | None = None) -> list[tuple[str, str, str]]:
             rows.append((node.name, "not started (unreachable by scenario)", "-"))
             continue
         run_state = targets.run_state(node)
-        up_ = _wait_ssh(node.ssh_port, time.monotonic() + 2, node.ssh_host)
+        up_ = wait_ssh(node.ssh_port, time.monotonic() + 2, node.ssh_host)
         rows.append(
             (
                 node.name,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -74,3 +75,8 @@ class LabState:
             },
             nodes=nodes,
         )
+
+
+def lab_workdir(path: str | None) -> Path:
+    """The lab's directory: ``path``, else $RACKOPS_LAB_DIR, else ``.lab``."""
+    return Path(path or os.environ.get("RACKOPS_LAB_DIR") or ".lab").resolve()

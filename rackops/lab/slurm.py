@@ -39,7 +39,7 @@ from importlib import metadata
 from pathlib import Path
 
 from rackops.lab.engine import LabError
-from rackops.lab.model import LabState
+from rackops.lab.model import LabState, lab_workdir
 from rackops.lab.nspawn import _run
 from rackops.scheduler.slurm import SlurmError, node_states
 
@@ -111,8 +111,6 @@ def set_health_interval(interval: int, *, workdir: str | None = None) -> None:
     """Turn the nodes' self-checks on (every ``interval`` seconds) or off (0) on an up
     Slurm lab: slurm.conf is written again (the targets see it through their bind mount)
     and every daemon re-reads it (``scontrol reconfigure``)."""
-    from rackops.lab.lab import lab_workdir  # lab.py starts this module's daemons
-
     # slurm.conf's HealthCheckInterval is a 16-bit count of seconds
     if isinstance(interval, bool) or not isinstance(interval, int) or not 0 <= interval <= 65535:
         raise LabError(f"health-check interval {interval!r}: a whole number of seconds, 0 to 65535")

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from rackops.lab import spines
-from rackops.lab.engine import Engine, LabError
+from rackops.lab.engine import Engine, LabError, wait_ssh
 from rackops.lab.inventory import (
     LEAF_OS,
     RAILS,
@@ -162,11 +162,9 @@ def start(
             "done && exec sleep infinity",
         ]
     )
-    from rackops.lab.lab import _wait_ssh
-
     deadline = time.monotonic() + 60
     for name, p in ports.items():
-        if not _wait_ssh(p, deadline):
+        if not wait_ssh(p, deadline):
             raise LabError(
                 f"{name}: no SSH banner on 127.0.0.1:{p} within 60 s; see `podman logs {container}`"
             )

@@ -70,6 +70,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from rackops.parsers._common import MAX_COUNT, ParseError, bounded
 
@@ -544,3 +545,15 @@ def _result(text: str, blocks: list[_Block], errors: list[str], complete: bool) 
         errors.append(f"output ends inside the block of {blocks[-1].bdf}: cut off?")
         complete = False
     return Lspci(devices=tuple(devices), complete=complete, errors=tuple(errors))
+
+
+def link_capable(lspci: Any, d: Any) -> tuple[float | None, int | None]:
+    """What a device's link can train at: the lower of the card's capability and its
+    upstream port's (a Gen5 card in a Gen4 slot trains at Gen4, and that is no fault)."""
+    caps = [d.link_cap]
+    parent = lspci.parent(d.bdf)
+    if parent is not None and not parent.caps_denied:
+        caps.append(parent.link_cap)
+    speeds = [c.speed_gts for c in caps if c is not None and c.speed_gts is not None]
+    widths = [c.width for c in caps if c is not None and c.width is not None]
+    return (min(speeds) if speeds else None, min(widths) if widths else None)

@@ -27,39 +27,15 @@ from pathlib import Path
 from typing import Any
 
 from rackops.errors import ExitCode, InputError, RackopsError
-from rackops.names import HOST_NAME
+from rackops.names import NODE_RE, node_arg, short_repr
 
 SCHEDULERS = ("slurm", "kubernetes", "none")
 REASON_PREFIX = "rackops:"
 TAINT = "rackops.io/rejected"
-# a node name on a command line: a host name (rackops.names: a letter or digit first, so
-# never an option; no '[', ',' or space, so never a hostlist)
-NODE_RE = re.compile(HOST_NAME)
 STATUSES = ("OK", "WARN", "FAIL", "ERROR")
 MAX_REPORT_BYTES = 64 * 1024 * 1024  # report.json: what resume-nodes reads at most
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 REASON_MAX = 200  # Slurm keeps the reason; keep it readable in `sinfo -R`
-
-
-class UnsafeName(RackopsError):
-    """A node name that is not a name: never put on a command line."""
-
-    exit_code = ExitCode.UNREADABLE
-
-
-def _short(value: object, limit: int = 60) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def node_arg(node: object) -> str:
-    """The node name, checked to be a name before it becomes an argument."""
-    if not isinstance(node, str) or not NODE_RE.fullmatch(node):
-        raise UnsafeName(
-            f"node {_short(node)} is not a node name (a letter or digit, then letters, digits, "
-            "'.', '_', '-'; no hostlist, no option): refused on a command line"
-        )
-    return node
 
 
 def rejected_nodes(report: Mapping[str, Any]) -> dict[str, str]:
@@ -279,29 +255,29 @@ def _report_fault(data: dict[str, Any]) -> str | None:
         return "culprits and errors are not lists"
     for i, c in enumerate(data["culprits"]):
         if not isinstance(c, dict):
-            return f"culprits[{i}] is {_short(c)}, not a culprit"
+            return f"culprits[{i}] is {short_repr(c)}, not a culprit"
         if c.get("node") is not None and not name(c.get("node")):
-            return f"culprits[{i}].node is {_short(c.get('node'))}, not a node name"
+            return f"culprits[{i}].node is {short_repr(c.get('node'))}, not a node name"
         for key in ("kind", "message"):
             if not isinstance(c.get(key), str):
-                return f"culprits[{i}].{key} is {_short(c.get(key))}, not a string"
+                return f"culprits[{i}].{key} is {short_repr(c.get(key))}, not a string"
         if not isinstance(c.get("where", ""), str):
-            return f"culprits[{i}].where is {_short(c.get('where'))}, not a string"
+            return f"culprits[{i}].where is {short_repr(c.get('where'))}, not a string"
     for i, e in enumerate(data["errors"]):
         subject = e.get("subject") if isinstance(e, dict) else None
         if not isinstance(e, dict) or not isinstance(subject, dict | None):
-            return f"errors[{i}] is {_short(e)}, not a finding"
+            return f"errors[{i}] is {short_repr(e)}, not a finding"
         if subject and not isinstance(subject.get("node"), str | None):
-            return f"errors[{i}].subject.node is {_short(subject.get('node'))}, not a name"
+            return f"errors[{i}].subject.node is {short_repr(subject.get('node'))}, not a name"
     if not isinstance(data["nodes"], dict):
-        return f"nodes is {_short(data['nodes'])}, not a map"
+        return f"nodes is {short_repr(data['nodes'])}, not a map"
     for node, checks in data["nodes"].items():
         if not name(node):
-            return f"nodes: {_short(node)} is not a node name"
+            return f"nodes: {short_repr(node)} is not a node name"
         if not isinstance(checks, dict) or not all(
             isinstance(k, str) and v in STATUSES for k, v in checks.items()
         ):
-            return f"nodes.{node} is {_short(checks)}, not checks with their status"
+            return f"nodes.{node} is {short_repr(checks)}, not checks with their status"
     return None
 
 

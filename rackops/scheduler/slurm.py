@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from rackops.errors import RackopsError
+from rackops.names import node_arg
 
 # node states (sinfo %T, lower case) on which a step can run
 USABLE = {"idle", "mixed", "allocated", "completing", "planned", "reserved"}
@@ -76,8 +77,6 @@ def _run(argv: Sequence[str], env: Mapping[str, str], timeout: float = 60) -> st
 def hostlist(nodes: Sequence[str]) -> str:
     """Node names joined for Slurm's ``-n``/``-w``: each a plain name (never a hostlist
     expression of its own, never an option), or UnsafeName."""
-    from rackops.scheduler.actions import node_arg
-
     return ",".join(node_arg(n) for n in nodes)
 
 

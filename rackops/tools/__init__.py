@@ -13,7 +13,7 @@ import functools
 import importlib
 import pkgutil
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rackops.errors import RackopsError
 from rackops.findings import Finding, Status, Subject
@@ -74,8 +74,10 @@ def package_binaries(package: str) -> tuple[str, ...]:
     return tuple(b.name for _t, b in binaries() if b.package == package)
 
 
-def parse(tool: str, text: str) -> object:
-    """Parse ``text`` as the output of ``tool``: a ParseError for anything unreadable."""
+def parse(tool: str, text: str) -> Any:
+    """Parse ``text`` as the output of ``tool``: a ParseError for anything unreadable. The
+    result is that tool's parsed form (its parser's dataclass), which the caller, naming
+    the tool, knows."""
     t = registry().get(tool)
     if t is None or t.parse is None:
         raise KeyError(tool)

@@ -8,7 +8,7 @@ from typing import Any
 
 from rackops.findings import Finding, Status, Subject
 from rackops.inventory.model import Cluster
-from rackops.parsers.lspci import parse_lspci
+from rackops.parsers.lspci import link_capable, parse_lspci
 from rackops.suites import Suite
 from rackops.tools._common import not_whole, with_sbin
 from rackops.tools.base import Binary, Context, NodeCheck, Tool
@@ -21,8 +21,6 @@ def plan(suite: Suite, cluster: Cluster) -> list[NodeCheck]:
 
 
 def _link(parsed: Any, d: Any, subj: Subject) -> list[Finding]:
-    from rackops.fleet.facts import link_capable
-
     sta = d.link_sta
     speed, width = link_capable(parsed, d)
     if sta is None:

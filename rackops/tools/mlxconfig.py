@@ -6,12 +6,30 @@ from __future__ import annotations
 from typing import Any
 
 from rackops.findings import Finding, Status, Subject
-from rackops.fleet.facts import MLXCONFIG_KEYS
 from rackops.inventory.model import Cluster
 from rackops.parsers.mlxconfig import canonical, parse_mlxconfig
 from rackops.suites import Suite
 from rackops.tools._common import not_whole
 from rackops.tools.base import Binary, Context, NodeCheck, Tool
+
+# the settings read (mlxconfig -d DEV query KEY...) and compared across the fleet
+MLXCONFIG_KEYS = (
+    "ATS_ENABLED",
+    "ADVANCED_PCI_SETTINGS",
+    "MAX_ACC_OUT_READ",
+    "PCI_WR_ORDERING",
+    "P2P_ORDERING_MODE",
+    "PCI_ATOMIC_MODE",
+    "LINK_TYPE_P1",
+    "LINK_TYPE_P2",
+    "SRIOV_EN",
+    "NUM_OF_VFS",
+    "ROCE_CONTROL",
+    "ROCE_CC_PRIO_MASK_P1",
+    "ROCE_CC_PRIO_MASK_P2",
+    "CNP_DSCP_P1",
+    "CNP_802P_PRIO_P1",
+)
 
 
 def plan(suite: Suite, cluster: Cluster) -> list[NodeCheck]:

@@ -5,22 +5,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from rackops.suites import NCCL_COLLECTIVES
 from rackops.tools.base import Binary, Context, NodeCheck, Tool
 
 if TYPE_CHECKING:
     from rackops.findings import Finding
     from rackops.inventory.model import Cluster
     from rackops.suites import NcclParams, Suite
-
-COLLECTIVES = (
-    "all_reduce_perf",
-    "all_gather_perf",
-    "reduce_scatter_perf",
-    "alltoall_perf",
-    "sendrecv_perf",
-    "broadcast_perf",
-)
-
 
 GPUS = "{gpus}"  # in a node check's argv: the node's GPU count, from its profile
 
@@ -79,7 +70,7 @@ TOOL = Tool(
     check=check,
     plan=plan,
     order=120,
-    binaries=tuple(Binary(c, "nccl-tests") for c in COLLECTIVES),
+    binaries=tuple(Binary(c, "nccl-tests") for c in NCCL_COLLECTIVES),
     both_streams=True,
     loads_gpus=True,
 )

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from rackops.suites import PERFTEST_BW, PERFTEST_LAT
 from rackops.tools.base import Binary, Context, Tool
 
 if TYPE_CHECKING:
     from rackops.findings import Finding
     from rackops.suites import PerftestBwParams, PerftestLatParams
-
-BW = ("ib_write_bw", "ib_read_bw", "ib_send_bw")
-LAT = ("ib_write_lat", "ib_read_lat", "ib_send_lat")
 
 
 def bw_options(p: PerftestBwParams, port: int) -> list[str]:
@@ -51,6 +49,6 @@ TOOL = Tool(
     "RDMA bandwidth and latency of one link",
     parse=_parse,
     check=check,
-    binaries=tuple(Binary(b, "perftest") for b in BW + LAT),
+    binaries=tuple(Binary(b, "perftest") for b in PERFTEST_BW + PERFTEST_LAT),
     both_streams=True,
 )

@@ -9,12 +9,12 @@ Both read only what a run records (culprits, and findings with a numeric ``obser
 from __future__ import annotations
 
 import math
-import re
 import statistics
 from collections import defaultdict
 from typing import Any
 
 from rackops.names import natural_key
+from rackops.validate.localise import action_of
 from rackops.validate.peergate import HIGHER_IS_BETTER, LOWER_IS_BETTER
 from rackops.validate.records import is_number
 
@@ -27,30 +27,6 @@ ACTIONS: dict[str, str] = {
     "node": "Fix the node's software or settings",
     "rerun": "Re-run to decide",
 }
-_RERUN = re.compile(r"^(suspected|re-?run|re-?test|run the validation|run it again)", re.I)
-_CABLE = re.compile(r"\b(cables?|optic|transceiver|lanes?)\b", re.I)
-_SWITCH = re.compile(r"\b(leaf|spine|switch(?:'s)? port|lldp)\b", re.I)
-_HCA = re.compile(r"\b(reseat|riser|slot|lspci)\b", re.I)
-
-
-def action_of(kind: str, remediation: str) -> str:
-    """The fix group of a culprit, from its kind and its remediation (the checks' own
-    words): what the remediation has a technician do first."""
-    if _RERUN.match(remediation):
-        return "rerun"
-    if kind in ("cabling", "link"):
-        return "cable"
-    if kind in ("isl", "leaf", "sm", "fabric"):
-        return "cable" if _CABLE.search(remediation) else "switch"
-    if kind == "gpu":
-        return "gpu"
-    if kind == "hca":  # a cable named anywhere in the fix is the likelier cause
-        if _CABLE.search(remediation):
-            return "cable"
-        if _SWITCH.search(remediation):
-            return "switch"
-        return "hca" if _HCA.search(remediation) or not remediation else "node"
-    return "node"  # node, nccl, fleet: software, settings, a golden profile
 
 
 def fix_groups(culprits: list[dict[str, Any]]) -> list[dict[str, Any]]:

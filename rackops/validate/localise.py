@@ -23,9 +23,36 @@ Rules, in order (each pair failure is explained once):
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+# the fix group of a culprit (the report's first screen groups by it)
+_RERUN = re.compile(r"^(suspected|re-?run|re-?test|run the validation|run it again)", re.I)
+_CABLE = re.compile(r"\b(cables?|optic|transceiver|lanes?)\b", re.I)
+_SWITCH = re.compile(r"\b(leaf|spine|switch(?:'s)? port|lldp)\b", re.I)
+_HCA = re.compile(r"\b(reseat|riser|slot|lspci)\b", re.I)
+
+
+def action_of(kind: str, remediation: str) -> str:
+    """The fix group of a culprit, from its kind and its remediation (the checks' own
+    words): what the remediation has a technician do first."""
+    if _RERUN.match(remediation):
+        return "rerun"
+    if kind in ("cabling", "link"):
+        return "cable"
+    if kind in ("isl", "leaf", "sm", "fabric"):
+        return "cable" if _CABLE.search(remediation) else "switch"
+    if kind == "gpu":
+        return "gpu"
+    if kind == "hca":  # a cable named anywhere in the fix is the likelier cause
+        if _CABLE.search(remediation):
+            return "cable"
+        if _SWITCH.search(remediation):
+            return "switch"
+        return "hca" if _HCA.search(remediation) or not remediation else "node"
+    return "node"  # node, nccl, fleet: software, settings, a golden profile
 
 
 @dataclass
@@ -57,8 +84,6 @@ class Culprit:
         return " ".join(p for p in parts if p) or whole
 
     def as_dict(self) -> dict[str, Any]:
-        from rackops.validate.firstscreen import action_of
-
         out = asdict(self)
         out["where"] = self.where
         out["action"] = action_of(self.kind, self.remediation)  # the report's fix group

@@ -40,10 +40,18 @@ from rackops.checks.phy import (
 from rackops.design import node_design
 from rackops.findings import Finding, Status, Subject
 from rackops.inventory.model import Cluster, Hca, Node
-from rackops.parsers import ParseError, parse
+from rackops.parsers import ParseError
 from rackops.profiles import Profile
 from rackops.suites import PhyParams
-from rackops.tools import ethtool_module, ethtool_stats, iblinkinfo, ibstat, mlxlink, perfquery
+from rackops.tools import (
+    ethtool_module,
+    ethtool_stats,
+    iblinkinfo,
+    ibstat,
+    mlxlink,
+    parse,
+    perfquery,
+)
 from rackops.validate.batch import Part, script, split
 from rackops.validate.executor import CommandResult, Executor, Target
 from rackops.validate.records import Record

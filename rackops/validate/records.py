@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 from rackops.errors import ExitCode, InputError, RackopsError
-from rackops.scheduler.actions import NODE_RE
+from rackops.names import NODE_RE
 
 SCHEMA = 2
 Kind = Literal[
@@ -42,7 +42,7 @@ STATUSES = ("OK", "WARN", "FAIL", "ERROR")
 
 # what a name is: a letter or digit first (never '-', so never an option), then no space,
 # no control character, no quote, no shell or hostlist syntax ('[', ']', ',')
-# NODE_RE (rackops.scheduler.actions): a host, as it may reach a command line
+# NODE_RE (rackops.names): a host, as it may reach a command line
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}")  # hca, switch, port, tool, code
 _PORT = r"[A-Za-z0-9][A-Za-z0-9._:/-]{0,63}"
 PORT_RE = re.compile(rf"{_PORT}(?: {_PORT})?")  # a switch port: swp1, Ethernet1/1, ethernet 1/1

@@ -269,7 +269,8 @@ def _ports(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _nccl_curve(run: RunDir, rec: dict[str, Any]) -> dict[str, Any] | None:
-    from rackops.parsers import ParseError, parse
+    from rackops.parsers import ParseError
+    from rackops.tools import parse
 
     text = run.read_raw(rec)  # inside the run directory, a regular file, size-limited
     if text is None:

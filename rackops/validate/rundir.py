@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rackops.scheduler.actions import NODE_RE
+from rackops.names import NODE_RE
 from rackops.validate.executor import CommandResult
 from rackops.validate.records import (
     OUTPUT,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from rackops.checks.nccl import check_nccl
 from rackops.findings import Finding, Status, Subject, worst
-from rackops.parsers import ParseError, parse
-from rackops.tools import nccl_tests
+from rackops.parsers import ParseError
+from rackops.tools import nccl_tests, parse
 from rackops.validate.executor import (
     CommandResult,
     MpiLauncher,

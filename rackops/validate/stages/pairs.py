@@ -11,8 +11,8 @@ from rackops.checks.perftest import check_perftest
 from rackops.checks.repeat import combine_attempts
 from rackops.checks.tuning import check_jumbo_ping, designed_mtu
 from rackops.findings import Finding, Status, Subject, worst
-from rackops.parsers import ParseError, parse
-from rackops.tools import perftest, ping
+from rackops.parsers import ParseError
+from rackops.tools import parse, perftest, ping
 from rackops.validate.executor import (
     CommandResult,
     PairLauncher,
