@@ -4,7 +4,7 @@ the GPUs this machine really has, as a person would, healthy.
 * node-check with a profile written for this machine (its GPU model, count, memory, PCIe
   and NVLink read from nvidia-smi; the load floors of the shipped profile of its family),
   GPU-only (the machine's HCAs and their cabling are not known here);
-* rackops' own sampler (``validate/stages/gpuload.SAMPLER``) under a real load, torch's
+* rackops' own sampler (``tools/nvidia_smi_perf.SAMPLER``) under a real load, torch's
   FP16 GEMM where torch sees the GPU, else nccl-tests' all_reduce_perf on every GPU; the
   samples judged by the same rule a run uses.
 
@@ -32,8 +32,8 @@ from rackops.checks.gpuload import judge_samples, power_cap
 from rackops.findings import Status
 from rackops.parsers.nvidia_smi_perf import parse_smi_samples
 from rackops.profiles import load_profile
+from rackops.tools.nvidia_smi_perf import sampler_argv
 from rackops.validate.nodecheck import node_check
-from rackops.validate.stages.gpuload import sampler_argv
 
 pytestmark = pytest.mark.gpu
 

@@ -23,7 +23,8 @@ from rackops.parsers.kernel_xid import parse_kernel_xid
 from rackops.parsers.nvidia_smi_perf import parse_smi_samples
 from rackops.profiles import load_profile
 from rackops.tools.kernel_xid import KERNEL_LOG_ARGV
-from rackops.validate.stages.gpuload import sampler_argv, split_by_baseline
+from rackops.tools.nvidia_smi_perf import sampler_argv
+from rackops.validate.stages.gpuload import split_by_baseline
 
 LAB = Path(__file__).resolve().parents[1] / "rackops" / "lab"
 

@@ -14,10 +14,10 @@ import pytest
 from test_runner import recording, runner
 
 from rackops.suites import GpuLoadParams
+from rackops.tools.nvidia_smi_perf import SAMPLER
 from rackops.validate.executor import CommandResult, Target
 from rackops.validate.replay import ReplayExecutor
 from rackops.validate.rundir import RunDir
-from rackops.validate.stages.gpuload import SAMPLER
 
 HEAD = (
     "timestamp, index, pci.bus_id, utilization.gpu [%], clocks.sm [MHz], temperature.gpu, "

@@ -18,7 +18,7 @@ from rackops.findings import Status
 from rackops.parsers.nvidia_smi_perf import parse_smi_samples
 from rackops.profiles import load_profile
 from rackops.tools import parse
-from rackops.validate.stages.gpuload import sampler_argv
+from rackops.tools.nvidia_smi_perf import sampler_argv
 
 FIX = Path(__file__).parent / "fixtures"
 REAL_CSV = (FIX / "nvidia-smi-perf/h200-580-query-gpu-lms250-gemm.txt").read_text()

@@ -409,6 +409,22 @@ class SmiSamples:
         return {k: tuple(v) for k, v in out.items()}
 
 
+# what a run's sampler asks for (tools/nvidia_smi_perf.py builds its query from these), and
+# the clock event reasons under their R535+ name, then the older one where the driver lacks it
+SAMPLED = (
+    "timestamp",
+    "index",
+    "pci.bus_id",
+    "utilization.gpu",
+    "clocks.sm",
+    "clocks.mem",
+    "temperature.gpu",
+    "temperature.memory",
+    "power.draw",
+    "power.limit",
+)
+REASONS_FIELDS = ("clocks_event_reasons.active", "clocks_throttle_reasons.active")
+
 # header field (unit stripped) -> Sample attribute; both names the driver accepts
 _SAMPLE_FIELDS = {
     "timestamp": "t",

@@ -21,6 +21,7 @@ from rackops.names import safe_file_stem
 from rackops.render import diff, nvue, sonic
 from rackops.render.verify import READERS, check_ports
 from rackops.render.view import RenderError, SwitchView, host_view, switch_view
+from rackops.tools import mlnx_qos
 
 TEMPLATES = data.path("templates") / "switch"
 # text formats are Jinja templates; data formats (SONiC CONFIG_DB JSON, the NVUE tree) are
@@ -181,17 +182,7 @@ def render_host(cluster: Cluster, node: str) -> str:
         q, d = v.qos, design.roce
         data.update(
             {
-                "mlnx_qos": [
-                    argv
-                    for nd in v.netdevs
-                    for argv in (
-                        ["mlnx_qos", "-i", nd, "--trust", d.trust, "--pfc", d.pfc_vector],
-                        *(
-                            ["mlnx_qos", "-i", nd, "--dscp2prio", f"set,{dscp},{prio}"]
-                            for dscp, prio in sorted(d.dscp2prio.items())
-                        ),
-                    )
-                ],
+                "mlnx_qos": [argv for nd in v.netdevs for argv in mlnx_qos.apply_argvs(nd, d)],
                 "ecn": {
                     nd: {
                         f"roce_np/enable/{d.priority}": 1,

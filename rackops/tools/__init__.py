@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from rackops.inventory.model import Cluster
     from rackops.suites import Suite
 
-_NOT_TOOLS = {"base"}
+_NOT_TOOLS = {"base", "offline"}  # the registry's types; `rackops check`'s context
 
 
 @functools.cache

@@ -150,6 +150,24 @@ def check(parsed: Any, ctx: Context, node: str | None) -> list[Finding]:
     return out
 
 
+# how a run sweeps: ibdiagnet writes its files into a fresh directory, exits 1 when it found
+# fabric errors (its console says whether it finished), and the run reads two of its files
+SWEEP_EXIT_CODES = (0, 1)
+SWEEP_FILES = ("sm", "net_dump")
+
+
+def sweep_argv(out_dir: str) -> list[str]:
+    """The sweep of the whole fabric, its files (ibdiagnet2.*) written into ``out_dir``."""
+    return ["ibdiagnet", "-o", out_dir]
+
+
+def file_argv(out_dir: str, name: str) -> list[str]:
+    """Read one of the sweep's files (``ibdiagnet2.<name>``, a name of SWEEP_FILES)."""
+    if name not in SWEEP_FILES:
+        raise ValueError(f"ibdiagnet2.{name} is not a file the run reads")
+    return ["cat", f"{out_dir}/ibdiagnet2.{name}"]
+
+
 TOOL = Tool(
     "ibdiagnet",
     "InfiniBand fabric sweep (subnet manager, links, switch port counters)",

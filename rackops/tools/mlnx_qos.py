@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rackops.checks.host import check_mlnx_qos
-from rackops.design import node_design
+from rackops.design import HostRoce, node_design
 from rackops.findings import Finding, Subject
 from rackops.inventory.model import Cluster, RoceQos
 from rackops.parsers.mlnx_qos import parse_mlnx_qos
@@ -18,6 +18,18 @@ def plan(suite: Suite, cluster: Cluster) -> list[NodeCheck]:
     if not suite.checks.hca_ports or cluster.fabric.type != "roce":
         return []
     return [NodeCheck("mlnx_qos", "mlnx_qos", ("mlnx_qos", "-i", "{netdev}"), 30, 1, per_hca=True)]
+
+
+def apply_argvs(netdev: str, design: HostRoce) -> list[list[str]]:
+    """The commands that set a host's design on one interface, as the roce_host_qos role
+    runs them: trust and PFC in one, then each explicit DSCP→priority entry."""
+    return [
+        ["mlnx_qos", "-i", netdev, "--trust", design.trust, "--pfc", design.pfc_vector],
+        *(
+            ["mlnx_qos", "-i", netdev, "--dscp2prio", f"set,{dscp},{prio}"]
+            for dscp, prio in sorted(design.dscp2prio.items())
+        ),
+    ]
 
 
 def check(parsed: Any, ctx: Context, node: str | None) -> list[Finding]:

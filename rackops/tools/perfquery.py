@@ -12,6 +12,11 @@ def argv(device: str) -> list[str]:
     return ["perfquery", "-x", "-C", device, "-P", "1"]
 
 
+def switch_argv(lid: int) -> list[str]:
+    """The extended counters of every port of the switch at ``lid`` (``-l``: each port)."""
+    return ["perfquery", "-x", "-l", str(int(lid))]
+
+
 TOOL = Tool(
     "perfquery",
     "InfiniBand port counters",

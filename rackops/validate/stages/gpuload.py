@@ -26,38 +26,12 @@ from rackops.parsers.nvidia_smi_perf import parse_smi_samples
 from rackops.tools import parse, registry
 from rackops.tools._common import program_of
 from rackops.tools.kernel_xid import KERNEL_LOG_ARGV
+from rackops.tools.nvidia_smi_perf import PID_MARK, sampler_argv
 from rackops.validate.executor import CommandResult, PairLauncher, Started
 from rackops.validate.plan import Plan
 from rackops.validate.stages.base import StageBase
 
-# what every sample reads; the reasons field takes its R535+ name where the driver knows it
-SAMPLE_FIELDS = (
-    "timestamp,index,pci.bus_id,utilization.gpu,clocks.sm,clocks.mem,temperature.gpu,"
-    "temperature.memory,power.draw,power.limit"
-)
-# $1: the interval in ms. The shell's pid goes to stderr first (how the run stops it); on
-# TERM it stops nvidia-smi, waits for its last row and exits 0. If nvidia-smi ends on its own,
-# the script exits with its status: a sampler that stopped early is not a whole run.
-SAMPLER = (
-    "trap 'stopped=1; [ -n \"$p\" ] && kill $p 2>/dev/null' TERM INT HUP\n"
-    'echo "rackops-sampler pid $$" >&2\n'
-    "R=clocks_event_reasons.active\n"
-    "nvidia-smi --query-gpu=$R --format=csv,noheader >/dev/null 2>&1 "
-    "|| R=clocks_throttle_reasons.active\n"
-    f'nvidia-smi --query-gpu={SAMPLE_FIELDS},$R --format=csv,nounits -lms "$1" &\n'
-    "p=$!\n"
-    "wait $p\n"
-    "rc=$?\n"
-    'if [ -n "$stopped" ]; then wait $p; exit 0; fi\n'
-    'echo "rackops-sampler: nvidia-smi exited $rc" >&2\n'
-    "exit $rc\n"
-)
-PID_MARK = b"rackops-sampler pid "
 NEVER = b"\x00rackops: pump only\x00"
-
-
-def sampler_argv(interval_ms: int) -> tuple[str, ...]:
-    return ("sh", "-c", SAMPLER, "rackops-sampler", str(interval_ms))
 
 
 def _pid(handle: Started) -> str | None:
@@ -464,11 +438,9 @@ def _key(e: GpuEvent) -> tuple[Any, ...]:
 
 
 __all__ = [
-    "SAMPLER",
     "GpuLoadStage",
     "chunks",
     "keep_tail",
     "kill_argv",
-    "sampler_argv",
     "split_by_baseline",
 ]

@@ -31,7 +31,7 @@ from rackops.checks.switchports import judge_switch
 from rackops.findings import Finding, Status, Subject
 from rackops.parsers._common import ParseError
 from rackops.parsers.perfquery import PerfQuery
-from rackops.tools import parse
+from rackops.tools import ibdiagnet, parse, perfquery
 from rackops.validate.plan import Plan
 from rackops.validate.stages.base import StageBase, resumed_warning
 
@@ -195,13 +195,17 @@ class IbdiagStage(StageBase):
             return Sweep(None, None, None), {}
         # ibdiagnet exits 1 when it found fabric errors: the console says whether it finished
         ran = self._step(
-            f"{step}/console", node, ["ibdiagnet", "-o", out], SWEEP_TIMEOUT_S, rcs=(0, 1)
+            f"{step}/console",
+            node,
+            ibdiagnet.sweep_argv(out),
+            SWEEP_TIMEOUT_S,
+            rcs=ibdiagnet.SWEEP_EXIT_CODES,
         )
         console = self._parsed(f"{step}/console", node, "ibdiagnet", ran, "console")
-        files: dict[str, Any] = {"sm": None, "net_dump": None}
+        files: dict[str, Any] = dict.fromkeys(ibdiagnet.SWEEP_FILES)
         for name in files if console is not None else ():
             text = self._step(
-                f"{step}/{name}", node, ["cat", f"{out}/ibdiagnet2.{name}"], READ_TIMEOUT_S
+                f"{step}/{name}", node, ibdiagnet.file_argv(out, name), READ_TIMEOUT_S
             )
             files[name] = self._parsed(f"{step}/{name}", node, "ibdiagnet", text, name)
         self._step(f"{step}/cleanup", node, ["rm", "-rf", "--", out], READ_TIMEOUT_S)
@@ -218,7 +222,7 @@ class IbdiagStage(StageBase):
             if sw is None:
                 continue
             read = f"{step}/perfquery/{sw.name}"
-            argv = ["perfquery", "-x", "-l", str(lid)]
+            argv = perfquery.switch_argv(lid)
             text = self._step(read, node, argv, READ_TIMEOUT_S, Subject(switch=sw.name))
             parsed = self._parsed(read, node, "perfquery", text, "perfquery")
             if not isinstance(parsed, PerfQuery):
