@@ -298,3 +298,30 @@ def test_a_link_is_one_culprit_in_either_direction_and_two_fabric_problems_are_t
     cmp = compare(_report([sm, stage], {}), _report([sm, sm2], {}), "a", "b")
     assert [c["evidence"][0]["code"] for c in cmp["fixed"]] == ["IBF-STAGE"]
     assert [c["evidence"][0]["code"] for c in cmp["new"]] == ["IBF-OTHER"]
+
+
+def test_the_reports_read_the_run_once_and_localise_it_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """write_reports reads results.jsonl once and localises it once, and the verdict it
+    returns is the one report.json carries."""
+    from rackops.validate import report as report_mod
+    from rackops.validate.rundir import RunDir
+
+    run = RunDir(make_run(tmp_path / "run", nodes=8, seed=3))
+    calls = {"localise": 0, "records": 0}
+    real_localise, real_records = report_mod.localise, RunDir.records
+
+    def counting_localise(records: list[dict[str, object]]) -> object:
+        calls["localise"] += 1
+        return real_localise(records)
+
+    def counting_records(self: RunDir) -> list[dict[str, object]]:
+        calls["records"] += 1
+        return real_records(self)
+
+    monkeypatch.setattr(report_mod, "localise", counting_localise)
+    monkeypatch.setattr(RunDir, "records", counting_records)
+    report, verdict, _ = report_mod.write_reports(run)
+    assert calls == {"localise": 1, "records": 1}, calls
+    assert report["verdict"] == verdict.label and len(report["culprits"]) == len(verdict.culprits)

@@ -51,7 +51,12 @@ def verdict_of(run: RunDir, records: list[dict[str, Any]]) -> Verdict:
 
 def build_report(run: RunDir) -> dict[str, Any]:
     records = run.records()
-    verdict = verdict_of(run, records)
+    return report_of(run, records, verdict_of(run, records))
+
+
+def report_of(run: RunDir, records: list[dict[str, Any]], verdict: Verdict) -> dict[str, Any]:
+    """report.json's content from the run's records, read once, and their verdict,
+    localised once (write_reports passes both on to the other files)."""
     meta = _run_json(run)
     nodes: dict[str, dict[str, str]] = defaultdict(dict)
     for rec in records:
@@ -606,8 +611,9 @@ def write_reports(
     (compare.json, and its section in report.html)."""
     from rackops.validate.compare import compare
 
-    report = build_report(run)
-    records = run.records()
+    records = run.records()  # read once; localised once
+    verdict = verdict_of(run, records)
+    report = report_of(run, records, verdict)
     scheduler = scheduler_of_run(run)
     cmp = compare(build_report(old), report, str(old.path), str(run.path)) if old else None
     # each written as a new file renamed over the old: a planted symlink is never followed
@@ -623,4 +629,4 @@ def write_reports(
         f"# scheduler: {scheduler} (the inventory's rackops_scheduler)\n"
         + "".join(shlex.join(c) + "\n" for c in actions(report, scheduler)),
     )
-    return report, verdict_of(run, records), cmp
+    return report, verdict, cmp
