@@ -146,7 +146,7 @@ def test_roles_on_a_real_kernel_and_rdma_over_soft_roce(vms: LabState, tmp_path:
     assert changed == {"node01": 0, "node02": 0}, changed_tasks(again.stdout)
     # check mode on one of the two: both run the same tasks on the same image (node02 differs
     # only in its rails' NUMA node), and an emulated node's run is minutes of CI
-    check = provision(vms, "--check", "--limit", "node01")
+    check = provision(vms, "--check", "--", "--limit", "node01")
     assert check.returncode == 0, check.stdout[-4000:]
     changed = {n: r["changed"] for n, r in recap(check.stdout).items()}
     assert changed == {"node01": 0}, changed_tasks(check.stdout)
