@@ -26,10 +26,10 @@ from _lab import playbook
 
 from rackops import lab
 from rackops.fleet import judge, read_table
-from rackops.validate.golden import capture
 from rackops.fleet.facts import SOURCES
 from rackops.inventory import load_inventory
 from rackops.profiles import Profile, load_profile, load_profile_file
+from rackops.validate.golden import capture
 from rackops.validate.rundir import RunDir
 
 ROOT = Path(__file__).resolve().parent.parent
