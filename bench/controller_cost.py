@@ -24,7 +24,7 @@ from pathlib import Path
 
 from rackops import lab
 from rackops.inventory import load_inventory
-from rackops.lab.lab import lab_workdir
+from rackops.lab.model import lab_workdir
 from rackops.scheduler.slurm import SlurmSettings, allocate, node_states, slurm_env
 from rackops.validate.executor import Executor, Target
 from rackops.validate.slurm import SlurmExecutor

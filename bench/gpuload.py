@@ -31,8 +31,8 @@ import yaml
 from _lab import playbook
 
 from rackops import lab
+from rackops.tools.nvidia_smi_perf import sampler_argv
 from rackops.validate.rundir import RunDir
-from rackops.validate.stages.gpuload import sampler_argv
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = ROOT / ".venv" / "bin"

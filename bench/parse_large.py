@@ -19,7 +19,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CHILD = """
 import resource, sys, time
-from rackops.parsers import parse, ParseError
+from rackops.parsers import ParseError
+from rackops.tools import parse
 text = open(sys.argv[2], encoding="utf-8", errors="replace").read()
 t = time.perf_counter()
 try:

@@ -14,7 +14,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from rackops.parsers import ParseError, parse
+from rackops.parsers import ParseError
+from rackops.tools import parse
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
 

@@ -423,6 +423,40 @@ def nccl_tc_violation(roce: RoceQos, tc: int | None) -> Violation | None:
     return None
 
 
+CNP_DSCP = Rule("C-09", "the host CNP DSCP equals the switch CNP classifier DSCP", "error")
+
+
+def cnp_dscp_violation(roce: RoceQos, host_cnp_dscp: int | None) -> Violation | None:
+    """C-09 on a host's CNP DSCP override (None: the design's, which the switches classify)."""
+    if host_cnp_dscp is None or host_cnp_dscp == roce.cnp_dscp:
+        return None
+    return _v(
+        CNP_DSCP,
+        f"host CNP DSCP {host_cnp_dscp} differs from the switch CNP DSCP {roce.cnp_dscp}; "
+        "CNPs would miss the strict class",
+        f"set cnp_dscp {roce.cnp_dscp} (the NIC operator default is 4)",
+        host_cnp_dscp,
+        roce.cnp_dscp,
+    )
+
+
+def host_violations(node: Node, roce: RoceQos, intent: Intent) -> list[Violation]:
+    """Every §10 rule a host's own overrides (rackops_host_qos) can break: what lint names
+    and what render refuses to write a host file for."""
+    found = check_host(intent, design_host(node, roce))
+    found += [
+        v
+        for v in (
+            nccl_tc_violation(roce, node.qos.nccl_ib_tc)
+            if node.qos.nccl_ib_tc is not None
+            else None,
+            cnp_dscp_violation(roce, node.qos.cnp_dscp),
+        )
+        if v is not None
+    ]
+    return found
+
+
 def check_port(intent: Intent, port: PortQos) -> list[Violation]:
     return [v for _, fn in PORT_RULES for v in fn(intent, port)]
 

@@ -12,7 +12,7 @@ from typing import Any
 from test_lab import ROOT, VENV_BIN
 
 from rackops.lab import apply_leaf_mtus
-from rackops.lab.lab import lab_workdir
+from rackops.lab.model import lab_workdir
 from rackops.lab.scenario import Fault
 
 

@@ -15,7 +15,8 @@ from labkit import provision_hosts, set_fabric_faults, validate
 from test_lab import pytestmark  # noqa: F401  (same skip/require rules)
 
 from rackops import lab
-from rackops.lab.lab import LabState, lab_workdir
+from rackops.lab.lab import LabState
+from rackops.lab.model import lab_workdir
 
 FAULTS = [
     {"kind": "isl_errors", "switch": "leaf2-r3", "per_packets": 2},

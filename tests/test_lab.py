@@ -21,7 +21,7 @@ from rackops import lab
 from rackops.checks import check_nccl, check_perftest
 from rackops.findings import Status, worst
 from rackops.lab.inventory import netdev
-from rackops.lab.lab import lab_workdir
+from rackops.lab.model import lab_workdir
 from rackops.lint import lint_inventory
 from rackops.profiles import load_profile
 from rackops.tools import parse

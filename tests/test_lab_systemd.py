@@ -10,7 +10,8 @@ import pytest
 from test_lab import pytestmark  # noqa: F401  (same skip/require rules as the main lab tests)
 
 from rackops import lab
-from rackops.lab.lab import LabState, lab_workdir
+from rackops.lab.lab import LabState
+from rackops.lab.model import lab_workdir
 
 
 def test_systemd_target(tmp_path: Path) -> None:

@@ -59,17 +59,20 @@ PLAY = """\
 """
 
 
-@pytest.mark.parametrize(("installed", "passes"), [("25.07-0.9.70", False), ("25.07-0.9.7", True)])
+@pytest.mark.parametrize(
+    ("installed", "passes"), [("25.07-0.9.70", False), ("25.07-0.9.7", True), (None, False)]
+)
 def test_the_roles_verify_step_holds_the_node_to_validates_rule(
-    installed: str, passes: bool, tmp_path: Path
+    installed: str | None, passes: bool, tmp_path: Path
 ) -> None:
     """The real role task through ansible-playbook, with an ``ofed_info`` that says
-    ``installed`` (DOCA-OFED's form) and the pin 25.07-0.9.7."""
+    ``installed`` (DOCA-OFED's form), or none at all, and the pin 25.07-0.9.7."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    fake = bin_dir / "ofed_info"
-    fake.write_text(f"#!/bin/sh\necho 'OFED-internal-{installed}:'\n")
-    fake.chmod(0o755)
+    if installed is not None:
+        fake = bin_dir / "ofed_info"
+        fake.write_text(f"#!/bin/sh\necho 'OFED-internal-{installed}:'\n")
+        fake.chmod(0o755)
     play = tmp_path / "verify.yml"
     play.write_text(PLAY.format(pin="25.07-0.9.7"))
     proc = subprocess.run(
@@ -87,6 +90,9 @@ def test_the_roles_verify_step_holds_the_node_to_validates_rule(
     )
     if passes:
         assert proc.returncode == 0, proc.stdout[-3000:]
+    elif installed is None:
+        assert proc.returncode != 0
+        assert "ofed_info -s did not run" in proc.stdout and "pinned 25.07-0.9.7" in proc.stdout
     else:
         assert proc.returncode != 0
         assert "OFED 25.07-0.9.70 (DOCA-OFED), pinned 25.07-0.9.7" in proc.stdout, proc.stdout

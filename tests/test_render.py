@@ -321,30 +321,45 @@ def test_eos_scheduling_and_lossless_lines_are_checked(
 
 def test_a_hosts_qos_overrides_are_what_its_rendered_host_file_applies(roce: Rack) -> None:
     """render_host takes node01's QoS from its computed design (the one the roles and
-    validate read), never the rack-wide view: PFC, CNP DSCP, NCCL's traffic class and the
-    ECN priority all follow the host's overrides; node02 keeps the rack's."""
+    validate read), never the rack-wide view: its own DSCP→priority entry and NCCL traffic
+    class (overrides lint accepts) are in its file; node02 keeps the rack's."""
+    roce.hostvar("node01", "rackops_host_qos", {"nccl_ib_tc": 104, "dscp2prio": {46: 4}})
+    cluster = load_inventory(roce.path).raise_for_errors()
+    d = node_design(cluster, "node01").roce
+    assert d is not None and d.tos == 104 and d.dscp2prio[46] == 4
+    host = yaml.safe_load(render_host(cluster, "node01"))
+    pfc = [argv for argv in host["mlnx_qos"] if "--pfc" in argv]
+    assert len(pfc) == 8 and {argv[-1] for argv in pfc} == {d.pfc_vector}
+    nd = pfc[0][2]
+    for dscp, prio in ((26, 3), (48, 6), (46, 4)):  # RoCE, CNP and the host's own entry
+        assert ["mlnx_qos", "-i", nd, "--dscp2prio", f"set,{dscp},{prio}"] in host["mlnx_qos"]
+    assert host["nccl_env"]["NCCL_IB_TC"] == "104" and set(host["roce_tos"].values()) == {104}
+    ecn = host["ecn"][nd]
+    assert ecn["roce_np/enable/3"] == ecn["roce_rp/enable/3"] == 1
+    assert (ecn["roce_np/cnp_dscp"], ecn["roce_np/cnp_802p_prio"]) == (48, 6)
+    assert host["intent"]["tos"] == 104 and [46, 4] in host["intent"]["dscp2prio"]
+    other = yaml.safe_load(render_host(cluster, "node02"))
+    assert other["nccl_env"]["NCCL_IB_TC"] == "106"
+    assert not any("set,46,4" in argv for argv in other["mlnx_qos"])
+
+
+def test_a_host_whose_overrides_break_the_design_gets_no_host_file(roce: Rack) -> None:
+    """Overrides lint rejects (PFC on two priorities, a CNP DSCP the switches do not
+    classify, a traffic class off the RoCE DSCP) are refused by render, naming the host and
+    each rule, where it used to write the rack's values (and now would write a file the
+    roce_host_qos role refuses to apply)."""
     roce.hostvar(
         "node01",
         "rackops_host_qos",
         {"pfc_priorities": [3, 4], "nccl_ib_tc": 98, "cnp_dscp": 40, "dscp2prio": {26: 4}},
     )
     cluster = load_inventory(roce.path).raise_for_errors()
-    d = node_design(cluster, "node01").roce
-    assert d is not None and d.pfc_vector == "0,0,0,1,1,0,0,0" and d.priority == 4
-    host = yaml.safe_load(render_host(cluster, "node01"))
-    pfc = [argv for argv in host["mlnx_qos"] if "--pfc" in argv]
-    assert len(pfc) == 8 and {argv[-1] for argv in pfc} == {d.pfc_vector}
-    assert ["mlnx_qos", "-i", pfc[0][2], "--dscp2prio", "set,26,4"] in host["mlnx_qos"]
-    assert host["nccl_env"]["NCCL_IB_TC"] == "98" and set(host["roce_tos"].values()) == {98}
-    ecn = host["ecn"][next(iter(host["ecn"]))]
-    assert ecn["roce_np/cnp_dscp"] == 40
-    assert ecn["roce_np/enable/4"] == ecn["roce_rp/enable/4"] == 1 and "roce_np/enable/3" not in ecn
-    assert ecn["roce_np/cnp_802p_prio"] == d.cnp_priority
-    assert host["intent"]["pfc"] == [3, 4] and host["intent"]["cnp_dscp"] == 40
-    other = yaml.safe_load(render_host(cluster, "node02"))
-    assert (
-        other["nccl_env"]["NCCL_IB_TC"] == "106" and other["mlnx_qos"][0][-1] == "0,0,0,1,0,0,0,0"
-    )
+    with pytest.raises(RenderError) as refused:
+        render_host(cluster, "node01")
+    message = str(refused.value)
+    assert "node01" in message and "rackops_host_qos" in message
+    assert {"C-01", "C-09", "C-12"} <= set(re.findall(r"C-\d\d", message)), message
+    assert yaml.safe_load(render_host(cluster, "node02"))["nccl_env"]["NCCL_IB_TC"] == "106"
 
 
 def test_an_empty_pfc_override_means_no_pfc_never_the_racks(roce: Rack) -> None:

@@ -15,8 +15,8 @@ from browserkit import assert_readable, look
 from rackops.cli import main
 from rackops.names import natural_key
 from rackops.validate.compare import compare
-from rackops.validate.firstscreen import action_of, fix_groups, margin, stage_margins
-from rackops.validate.localise import CABLE_FIX, JUMBO_FIX, LATENCY_FIX
+from rackops.validate.firstscreen import fix_groups, margin, stage_margins
+from rackops.validate.localise import CABLE_FIX, JUMBO_FIX, LATENCY_FIX, action_of
 from rackops.validate.report import build_report, write_reports
 from rackops.validate.rundir import RunDir
 from rackops.validate.svgplots import fabric, rail_distribution

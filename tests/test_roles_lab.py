@@ -17,7 +17,8 @@ from test_lab import VENV_BIN, pytestmark  # noqa: F401  (same skip/require rule
 
 from rackops import lab
 from rackops.lab.inventory import netdev
-from rackops.lab.lab import LabState, lab_workdir
+from rackops.lab.lab import LabState
+from rackops.lab.model import lab_workdir
 from rackops.lab.repo import HW_ROOT
 
 ROOT = Path(__file__).resolve().parent.parent

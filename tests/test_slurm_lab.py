@@ -29,7 +29,8 @@ from test_validate_lab import FAULTS as SSH_FAULTS
 from test_validate_lab import culprits
 
 from rackops import lab
-from rackops.lab.lab import LabState, lab_workdir
+from rackops.lab.lab import LabState
+from rackops.lab.model import lab_workdir
 
 ROOT = Path(__file__).resolve().parent.parent
 

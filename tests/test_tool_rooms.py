@@ -33,17 +33,31 @@ def argv_leaks(source: str, names: set[str]) -> list[str]:
             for e in node.elts:
                 if isinstance(e, ast.Constant) and isinstance(e.value, str) and e.value in names:
                     found.append(f"line {node.lineno}: argv of {e.value}")
-        elif (
-            isinstance(node, ast.Constant)
-            and isinstance(node.value, str)
-            and "\n" in node.value
-            and id(node) not in docstrings
-        ):
-            for line in node.value.splitlines():
+        elif isinstance(node, ast.Tuple) and len(node.elts) > 1:
+            # a tuple argv: the binary first, an option after it (a step's name beside its
+            # argv, or a tuple of program names, is none)
+            words = [e.value for e in node.elts if isinstance(e, ast.Constant)]
+            first = node.elts[0]
+            if (
+                isinstance(first, ast.Constant)
+                and first.value in names
+                and any(isinstance(w, str) and w.startswith("-") for w in words[1:])
+            ):
+                found.append(f"line {node.lineno}: argv of {first.value}")
+        elif id(node) not in docstrings and isinstance(node, ast.Constant | ast.JoinedStr):
+            parts = (
+                [node.value]
+                if isinstance(node, ast.Constant)
+                else [v.value for v in node.values if isinstance(v, ast.Constant)]
+            )
+            text = "".join(p for p in parts if isinstance(p, str))
+            if "\n" not in text:
+                continue  # one line: a message or a label, never a script
+            for line in text.splitlines():
                 words = line.strip().split()
                 if words and words[0] in names:
                     found.append(f"line {node.lineno}: script runs {words[0]}")
-    return found
+    return list(dict.fromkeys(found))  # an f-string's parts are walked too
 
 
 def test_no_binary_of_the_registry_is_run_outside_its_tools_room() -> None:
@@ -63,7 +77,14 @@ def test_the_scan_finds_an_argv_and_a_script_and_passes_messages() -> None:
         'a = ["sudo", "perfquery", "-x"]\n'
         'b = "set -e\\nnvidia-smi -q\\n"\n'
         'c = "perfquery -x failed: cut off"\n'  # a message, one line: not a command
-        'd = ("perfquery", "-x")\n'  # a step's name and tuple: argv are lists
+        'd = ("perfquery", ["x"])\n'  # a step's name beside its argv
+        'e = ("perfquery", "-x")\n'  # a tuple argv
+        'f = f"set -e\\n{x}\\nnvidia-smi -L\\n"\n'  # an f-string script
         'def f():\n    """perfquery -x: what it reads\n    and more."""\n'  # a docstring
     )
-    assert argv_leaks(src, names) == ["line 1: argv of perfquery", "line 2: script runs nvidia-smi"]
+    assert sorted(argv_leaks(src, names)) == [
+        "line 1: argv of perfquery",
+        "line 2: script runs nvidia-smi",
+        "line 5: argv of perfquery",
+        "line 6: script runs nvidia-smi",
+    ]

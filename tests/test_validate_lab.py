@@ -17,7 +17,8 @@ from labkit import provision_hosts, validate
 from test_lab import pytestmark  # noqa: F401  (same skip/require rules)
 
 from rackops import lab
-from rackops.lab.lab import LabState, lab_workdir
+from rackops.lab.lab import LabState
+from rackops.lab.model import lab_workdir
 
 ROOT = Path(__file__).resolve().parent.parent
 

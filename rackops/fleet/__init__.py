@@ -3,8 +3,9 @@ and judged against the golden node (``Profile.golden``), or by majority without 
 against the profile's version floors.
 
 ``facts.py`` what a fact is and what a difference weighs; ``compare.py`` the three
-judgements; ``capture.py`` a golden profile from an accepted node. The validate stage that
-runs it is ``rackops/validate/stages/fleet.py``.
+judgements. A golden profile is captured from an accepted node's run by
+``rackops/validate/golden.py``; the validate stage that runs the fleet is
+``rackops/validate/stages/fleet.py``.
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from rackops.consistency import (
     Intent,
     Violation,
     check_host,
+    cnp_dscp_violation,
     design_host,
     design_port,
     nccl_tc_violation,
@@ -362,13 +363,12 @@ def cnp_dscp(ctx: Context) -> Iterator[Diagnostic]:
     if roce is None:
         return
     for node in ctx.cluster.nodes:
-        if node.qos.cnp_dscp is not None and node.qos.cnp_dscp != roce.cnp_dscp:
+        v = cnp_dscp_violation(roce, node.qos.cnp_dscp)
+        if v is not None:
             yield ctx.at(
                 "C-09",
                 E,
-                f"{node.name}: host CNP DSCP {node.qos.cnp_dscp} differs from the switch "
-                f"CNP DSCP {roce.cnp_dscp}; CNPs would miss the strict class — set "
-                f"cnp_dscp {roce.cnp_dscp} (the NIC operator default is 4)",
+                f"{node.name}: {v.message} — {v.fix}",
                 node.name,
                 "rackops_host_qos",
                 "cnp_dscp",

@@ -7,7 +7,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rackops.consistency import Intent, check_host, design_host, nccl_tc_violation
+from rackops.consistency import (
+    Intent,
+    check_host,
+    design_host,
+    host_violations,
+    nccl_tc_violation,
+)
 from rackops.design import node_design, overridden
 from rackops.errors import RackopsError
 from rackops.inventory.model import Cluster, Switch, SwitchBuffers
@@ -175,6 +181,17 @@ def switch_view(cluster: Cluster, sw: Switch) -> SwitchView:
 
 def host_view(cluster: Cluster, node_name: str) -> HostView:
     node = cluster.node(node_name)
+    roce = cluster.fabric.roce
+    if cluster.fabric.type == "roce" and roce is not None:
+        # the host's own overrides, by the rules lint names them with: a host file the
+        # roce_host_qos role would refuse to apply is never written
+        bad = [v for v in host_violations(node, roce, Intent.of(cluster)) if v.severity == "error"]
+        if bad:
+            raise RenderError(
+                f"refusing to render {node.name}'s host file: "
+                + "; ".join(f"{v.code} {v.message} — {v.fix}" for v in bad)
+                + " (rackops_host_qos in its host_vars; `rackops lint` lists them all)"
+            )
     return HostView(
         node.name,
         tuple(h.netdev for h in node.hcas),
