@@ -20,6 +20,7 @@ import pytest
 from rackops import lab
 from rackops.checks import check_nccl, check_perftest
 from rackops.findings import Status, worst
+from rackops.lab.engine import Engine, LabError
 from rackops.lab.inventory import netdev
 from rackops.lab.model import lab_workdir
 from rackops.lint import lint_inventory
@@ -90,6 +91,13 @@ def machine() -> dict[str, object]:
             )
         ),
         "ip_forward": Path("/proc/sys/net/ipv4/ip_forward").read_text(),
+        # the container networks' bridges and the spine tier's links (a bridge netavark
+        # never tore down keeps the lab's subnet, and the next lab up is refused)
+        "links": sorted(
+            p.name
+            for p in Path("/sys/class/net").iterdir()
+            if re.fullmatch(r"podman\d+|rxl.*", p.name)
+        ),
     }
 
 
@@ -250,3 +258,25 @@ def test_status_reports_every_node(rack: lab.lab.LabState) -> None:
 def test_scenario_reaches_targets(rack: lab.lab.LabState) -> None:
     data = json.loads(ssh(rack, "node02", "cat /etc/rackops-hwsim/scenario.json").stdout)
     assert data["nodes"]["node02"]["faults"][0]["kind"] == "cable_slow"
+
+
+def test_a_second_lab_is_refused_and_leaves_the_running_one_alone(
+    rack: lab.lab.LabState, tmp_path: Path
+) -> None:
+    """Another checkout's `lab up` (its own workdir) while this lab is up: refused on the
+    lab network before it makes anything, and neither its failed start nor its `lab down`
+    removes this lab's networks, bridges or containers (a CI run on a machine where a killed
+    run's lab was still up once swept that lab's networks away, leaving its bridges behind)."""
+    engine = Engine("podman", rack.workdir)
+    engine.configure()
+    nets_before = sorted(engine.networks(lab.lab.PREFIX))
+    links_before = sorted(p.name for p in Path("/sys/class/net").iterdir())
+    other = tmp_path / "other"
+    with pytest.raises(LabError, match=r"198\.19\.0\.0/24 is already in use"):
+        lab.up(nodes=2, workdir=str(other), inventory=str(tmp_path / "inv"))
+    lab.down(workdir=str(other))
+    assert sorted(engine.networks(lab.lab.PREFIX)) == nets_before
+    assert set(rack.networks) <= set(nets_before)
+    assert sorted(p.name for p in Path("/sys/class/net").iterdir()) == links_before
+    rows = {r[0]: r for r in lab.status()}
+    assert "ssh ok" in rows["node01"][2] and "ssh ok" in rows["node03"][2], rows

@@ -229,6 +229,10 @@ def up(
         )
         systemd = True
     else:
+        # another lab on this machine (another checkout's, or one killed and left behind) is
+        # refused before anything of this one exists: its failed start has nothing to undo
+        for subnet in _subnets(spec.gpus):
+            _refuse_subnet_in_use(subnet)
         engine.configure()
         if engine_name == "podman":  # before any podman networking, including image builds
             snapshot(wd / "host-before.json")
@@ -481,6 +485,11 @@ def _network_names(rails: int = RAILS) -> list[str]:
     return [f"{PREFIX}-{token}-mgmt"] + [f"{PREFIX}-{token}-rail{r}" for r in range(rails)]
 
 
+def _subnets(rails: int) -> list[str]:
+    """The container lab's networks: management, then one per rail."""
+    return [f"{MGMT_NET}.0/24"] + [f"{RAIL_NET}.{r}.0/24" for r in range(rails)]
+
+
 def _refuse_subnet_in_use(subnet: str) -> None:
     """Refuse a lab subnet (a.b.c.0/24) that an interface of this machine already has an
     address in: another lab is up, from this checkout or another one."""
@@ -491,8 +500,17 @@ def _refuse_subnet_in_use(subnet: str) -> None:
     for line in proc.stdout.splitlines():
         fields = line.split()
         if len(fields) > 3 and fields[3].startswith(prefix):
+            dev = fields[1]
+            ports = Path("/sys/class/net", dev, "brif")
+            if ports.is_dir() and not any(ports.iterdir()):
+                raise LabError(
+                    f"the lab network {subnet} is already in use on this machine ({dev}), by a"
+                    " bridge with nothing attached: left over from a lab that was killed."
+                    f" `rackops lab down` in its checkout, or `ip link delete {dev}` if that"
+                    " checkout is gone"
+                )
             raise LabError(
-                f"the lab network {subnet} is already in use on this machine ({fields[1]}):"
+                f"the lab network {subnet} is already in use on this machine ({dev}):"
                 " another lab is up (`rackops lab down` in its checkout)"
             )
 
@@ -509,7 +527,7 @@ def _start(
 ) -> None:
     wd = state.workdir
     engine_name = state.engine
-    subnets = [f"{MGMT_NET}.0/24"] + [f"{RAIL_NET}.{r}.0/24" for r in range(state.rails)]
+    subnets = _subnets(state.rails)
     existing = set(engine.networks(PREFIX))
     for net, subnet in zip(nets, subnets, strict=True):
         if net not in existing:
@@ -783,9 +801,14 @@ def down(*, workdir: str | None = None, purge: bool = False) -> list[str]:
         return removed
     removed = lldp.stop(wd)
     removed += lab_slurm.stop(wd)
-    removed += spines.down()
+    if state is not None and state.racks > 1:  # only one such lab fits a machine (its subnets)
+        removed += spines.down()
     # an nspawn lab builds its image with podman: both are swept, whatever state says
-    containers = PodmanTargets(wd, state.engine if state and state.engine != "nspawn" else "podman")
+    containers = PodmanTargets(
+        wd,
+        state.engine if state and state.engine != "nspawn" else "podman",
+        state.networks if state else (),
+    )
     for targets in (
         NspawnTargets(state if state and state.engine == "nspawn" else None),
         containers,
@@ -796,7 +819,8 @@ def down(*, workdir: str | None = None, purge: bool = False) -> list[str]:
     if left:
         raise LabError(f"could not remove: {', '.join(left)}")
     # a loaded machine takes its time to stop the targets' daemons (munged, slurmd)
-    lingering = _wait_gone(PREFIX, timeout=60)
+    # (this lab's: their command lines name its own container storage)
+    lingering = _wait_gone(str(wd / "storage"), timeout=60)
     if lingering:
         raise LabError(f"lab processes still running after 60 s: {', '.join(lingering)}")
     removed += restore(wd / "host-before.json")

@@ -3,6 +3,7 @@ systemd-nspawn machines. `rackops lab status` and `down` ask it, never the engin
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -22,9 +23,15 @@ class Targets(Protocol):
 
 
 class PodmanTargets:
-    def __init__(self, workdir: Path, name: str = "podman") -> None:
+    """The containers in this lab's own storage (``<workdir>/storage``) and the networks its
+    state names. Container networks are the machine's, not the checkout's: another
+    checkout's lab (up, or killed and left) has networks of the same prefix, and they are
+    not this lab's to remove."""
+
+    def __init__(self, workdir: Path, name: str = "podman", networks: Sequence[str] = ()) -> None:
         self.engine = Engine(name, workdir)
         self.engine.configure()
+        self.networks = list(networks)
 
     def run_state(self, node: LabNode) -> str:
         proc = self.engine.run(
@@ -32,18 +39,21 @@ class PodmanTargets:
         )
         return proc.stdout.strip() or "missing"
 
+    def _own_networks(self, prefix: str) -> list[str]:
+        return [n for n in self.engine.networks(prefix) if n in self.networks]
+
     def remove(self, prefix: str) -> list[str]:
         removed = []
         for name in self.engine.containers(prefix):
             self.engine.run(["rm", "-f", "-t", "0", name])
             removed.append(name)
-        for net in self.engine.networks(prefix):
+        for net in self._own_networks(prefix):
             self.engine.run(["network", "rm", "-f", net])
             removed.append(net)
         return removed
 
     def left(self, prefix: str) -> list[str]:
-        return self.engine.containers(prefix) + self.engine.networks(prefix)
+        return self.engine.containers(prefix) + self._own_networks(prefix)
 
 
 class NspawnTargets:
@@ -75,4 +85,4 @@ def targets_of(state: LabState, workdir: Path) -> Targets:
         return NspawnTargets(state)
     if state.engine == "vm":
         return VmTargets(state)
-    return PodmanTargets(workdir, state.engine)
+    return PodmanTargets(workdir, state.engine, state.networks)
