@@ -86,7 +86,9 @@ def test_arbitrary_text_raises_only_parse_error(tool: str, text: str) -> None:
         return
     if not plain(text).strip() and get_tool(tool).empty is not None:
         return  # the tool's own answer to printing nothing (test_empty_input_is_an_error)
-    assert getattr(got, "complete", False) is False, (tool, text, got)
+    # a result that cannot say it is incomplete must never come of random text
+    assert hasattr(got, "complete"), (tool, text, got)
+    assert got.complete is False, (tool, text, got)
     json.dumps(as_jsonable(got))
 
 

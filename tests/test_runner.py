@@ -94,6 +94,36 @@ def test_the_replayed_run_gives_the_recorded_verdict_with_every_step_once(tmp_pa
     assert len(ports) == 16  # no two servers share a port
 
 
+def test_a_run_reads_its_results_once_and_localises_each_set_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stages share one result set in memory: results.jsonl is written once per record
+    and read once per run (to find what an earlier run recorded), never again by a stage or
+    the reports. Localisation runs once on the records before multi-node NCCL (which nodes
+    to leave out) and once on the whole run, whose verdict every report file shares."""
+    from rackops.validate import localise as loc
+    from rackops.validate import report as rep
+
+    sizes: list[int] = []
+    real = loc.localise
+
+    def counted(records: list[dict[str, Any]]) -> Any:
+        sizes.append(len(records))
+        return real(records)
+
+    monkeypatch.setattr(loc, "localise", counted)
+    monkeypatch.setattr(rep, "localise", counted)
+    r, plan = runner(tmp_path, ReplayExecutor(recording(), delay_s=0))
+    r.run(plan)
+    report, _, _ = write_reports(r.rundir)
+    assert report["verdict"] == "ACCEPTED"
+    assert r.rundir.reads == 1
+    whole = len(RunDir(tmp_path).records())
+    assert len(sizes) == 2 and sizes[0] < sizes[1] == whole, (sizes, whole)
+    # what the set holds is what a fresh read of the log gives
+    assert r.rundir.records() == RunDir(tmp_path).records()
+
+
 @pytest.mark.parametrize("batch", [1, 256])
 def test_a_launcher_that_fans_out_gets_one_call_per_check(tmp_path: Path, batch: int) -> None:
     """SSH takes one node per call; Slurm one srun per check across the nodes."""

@@ -99,6 +99,11 @@ def _typed(gpu: dict[str, Any], fields: list[str]) -> dict[str, Any]:
     return gpu
 
 
+# a --query-gpu/--query-remapped-rows header field: "index", "pci.bus_id",
+# "memory.total [MiB]", "clocks_event_reasons.active" (with units, or not: nounits)
+_FIELD = re.compile(r"[a-z][a-z0-9_.]*(?: \[[^\]\n]{1,16}\])?")
+
+
 def parse_query_gpu(text: str, fields: list[str] | None = None) -> SmiQuery:
     stripped = text.strip()
     first_line = stripped.splitlines()[0] if stripped else ""
@@ -115,6 +120,11 @@ def parse_query_gpu(text: str, fields: list[str] | None = None) -> SmiQuery:
             "." in c or "_" in c for c in first[:1]
         ):
             raise ParseError("CSV without a header: pass the --query-gpu field names")
+        odd = [c for c in first if not _FIELD.fullmatch(c)]
+        if odd:
+            raise ParseError(
+                f"not an nvidia-smi --query CSV header: {odd[0][:60]!r} is no query field"
+            )
         fields, rows = first, rows[1:]
     keys = tuple(_key(f) for f in fields)
     gpus = []

@@ -81,6 +81,11 @@ class RunDir:
         self.results = path / "results.jsonl"
         self._lock = threading.Lock()
         self.unreadable: list[int] = []  # results.jsonl lines that are not a record
+        # The run's result set, in memory: read from results.jsonl once (what an earlier
+        # run recorded, for --resume, replay and reports of a finished run), then kept as
+        # each record is appended. results.jsonl is its durable log, never re-read.
+        self._results: list[dict[str, Any]] | None = None
+        self.reads = 0  # how many times results.jsonl was read (a test counts it)
         if self.raw.is_symlink() or (self.raw.exists() and not self.raw.is_dir()):
             raise damaged(self.raw, None, None, "raw/ is not a directory of this run")
         self.raw.mkdir(parents=True, exist_ok=True)
@@ -106,6 +111,16 @@ class RunDir:
         return data.decode(errors="replace")
 
     def records(self) -> list[dict[str, Any]]:
+        """Every record of the run, in the order recorded (the stages' shared result set:
+        a list of its own to each caller, the records themselves shared and not to be
+        changed)."""
+        with self._lock:
+            if self._results is None:
+                self._results = self._read()
+            return list(self._results)
+
+    def _read(self) -> list[dict[str, Any]]:
+        self.reads += 1
         try:
             data = self.read_bytes(self.results, MAX_RESULTS_BYTES)
         except FileNotFoundError:
@@ -143,9 +158,10 @@ class RunDir:
         records = self.records()
         dropped = len(self.unreadable)
         if dropped:
-            self._replace(
-                self.results, "".join(json.dumps(r, sort_keys=True) + "\n" for r in records)
-            )
+            with self._lock:
+                self._replace(
+                    self.results, "".join(json.dumps(r, sort_keys=True) + "\n" for r in records)
+                )
             self.unreadable = []
         return dropped
 
@@ -187,9 +203,12 @@ class RunDir:
         expected) is written as that step's ERROR instead, so one garbled output costs its
         node a verdict, never the run."""
         rec = record if isinstance(record, Record) else Record.of(record)
-        line = json.dumps(writable(rec), sort_keys=True, allow_nan=False)
+        value = writable(rec)
+        line = json.dumps(value, sort_keys=True, allow_nan=False)
         flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
         with self._lock:
+            if self._results is None:  # what an earlier run recorded (--resume), first
+                self._results = self._read()
             try:
                 fd = os.open(self.results, flags, 0o644)
             except OSError as exc:
@@ -197,6 +216,10 @@ class RunDir:
             with os.fdopen(fd, "a") as fh:
                 fh.write(line + "\n")
                 fh.flush()
+            # as the reader takes it (the same checks and defaults), without reading it back
+            kept = accept(value, f"{self.results}:{len(self._results) + 1}")
+            if kept is not None:
+                self._results.append(kept)
 
     def write_json(self, name: str, data: Any) -> None:
         self._replace(self.path / name, json.dumps(data, indent=2, sort_keys=True) + "\n")
