@@ -68,6 +68,12 @@ class Subject:
         return text
 
 
+# What a technician does first about a culprit: the report's fix groups (its first screen).
+# A check that knows its finding needs something other than its subject's own fix says so
+# (Finding.action); otherwise the fix is the subject's: the GPU, the HCA, the node.
+ACTIONS = ("cable", "hca", "gpu", "switch", "node", "rerun")
+
+
 @dataclass(frozen=True)
 class Finding:
     code: str
@@ -79,6 +85,11 @@ class Finding:
     unit: str | None = None
     remediation: str | None = None
     attempts: tuple[Finding, ...] = field(default=())
+    action: str | None = None  # one of ACTIONS, where the subject's own fix is not it
+
+    def __post_init__(self) -> None:
+        if self.action is not None and self.action not in ACTIONS:
+            raise ValueError(f"{self.code}: action {self.action!r} is none of {ACTIONS}")
 
     def human(self) -> str:
         text = f"{self.status.value:5} {self.code:9} {self.subject}: {self.message}"
@@ -90,6 +101,8 @@ class Finding:
         out = asdict(self)
         out["status"] = self.status.value
         out["attempts"] = [a.as_dict() for a in self.attempts]
+        if self.action is None:
+            del out["action"]
         return out
 
 

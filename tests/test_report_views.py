@@ -13,10 +13,11 @@ import pytest
 from browserkit import assert_readable, look
 
 from rackops.cli import main
+from rackops.findings import Finding, Status, Subject
 from rackops.names import natural_key
 from rackops.validate.compare import compare
 from rackops.validate.firstscreen import fix_groups, margin, stage_margins
-from rackops.validate.localise import CABLE_FIX, JUMBO_FIX, LATENCY_FIX, action_of
+from rackops.validate.localise import KIND_ACTION, _symptom, localise
 from rackops.validate.report import build_report, write_reports
 from rackops.validate.rundir import RunDir
 from rackops.validate.svgplots import fabric, rail_distribution
@@ -34,39 +35,65 @@ def culprits(report: dict[str, Any]) -> dict[tuple[Any, ...], str]:
     return {(c["kind"], c["node"], c["hca"], c["gpu"]): c["action"] for c in report["culprits"]}
 
 
+def _node_record(code: str, subject: dict[str, Any], fix: str, action: str | None) -> Any:
+    f = Finding(code, Status.FAIL, Subject(**subject), code, remediation=fix, action=action)
+    return {
+        "id": f"node/n1/{code}",
+        "kind": "node",
+        "node": "n1",
+        "tool": "t",
+        "findings": [f.as_dict()],
+        "meta": {},
+    }
+
+
 @pytest.mark.parametrize(
-    ("kind", "remediation", "action"),
+    ("subject", "fix", "action", "group"),
     [
-        ("hca", CABLE_FIX, "cable"),
-        ("hca", LATENCY_FIX, "switch"),
-        ("hca", JUMBO_FIX, "switch"),
-        ("hca", "reseat or replace the missing HCA; check 'lspci | grep Mellanox'", "hca"),
-        ("hca", "mlxconfig -d DEV set ATS_ENABLED=1, then reboot", "node"),
-        ("hca", "Disabled: enable the switch port; Polling: no partner — check the cable", "cable"),
-        ("cabling", "swap the two cables back: node03 mlx5_2 and node04 mlx5_2", "cable"),
-        ("isl", "move the cable to spine-r6 port 2/1, as designed", "cable"),
-        ("isl", "enable LLDP on both switches (it names each ISL's far end)", "switch"),
-        ("leaf", "check leaf1-r0: port speeds, QoS/PFC config, buffer drops, uplinks", "switch"),
-        ("sm", "keep one SM master: stop the others, or give them a lower priority", "switch"),
-        ("gpu", "reseat the GPU/baseboard, check its power; RMA if it recurs", "gpu"),
-        ("gpu", "check the GPU's cooling (fans, cold plate, airflow, inlet temperature)", "gpu"),
-        ("link", "re-test both ends against known-good partners (--pairing suspects)", "rerun"),
-        ("node", "the node itself (PCIe, NUMA, firmware): check lspci link status", "node"),
-        ("nccl", "read the NCCL WARN line: a network error names the peer", "node"),
-        ("hca", "suspected, re-test: rackops validate --pairing suspects", "rerun"),
+        # the subject's own fix where the check says nothing else
+        ({"node": "n1", "gpu": 3}, "reseat the GPU/baseboard; RMA if it recurs", None, "gpu"),
+        ({"node": "n1", "hca": "mlx5_0"}, "reseat the card, check the riser and slot", None, "hca"),
+        ({"node": "n1"}, "install the pinned driver (rackops provision)", None, "node"),
+        # what the check says, whatever its words: a cable named in an HCA's fix is not
+        # guessed from the text any more, and text that names a cable decides nothing
+        ({"node": "n1", "hca": "mlx5_0"}, "Polling: no link partner", "cable", "cable"),
+        ({"node": "n1", "hca": "mlx5_0"}, "mlxconfig -d DEV set ATS_ENABLED=1", "node", "node"),
+        ({"node": "n1", "hca": "mlx5_0"}, "check the cable", None, "hca"),
+        ({"node": "n1", "gpu": 0}, "run it again", "rerun", "rerun"),
     ],
 )  # fmt: skip
-def test_each_culprit_lands_in_the_fix_group_of_its_first_step(
-    kind: str, remediation: str, action: str
+def test_a_culprit_takes_the_fix_group_its_check_declared(
+    subject: dict[str, Any], fix: str, action: str | None, group: str
 ) -> None:
-    assert action_of(kind, remediation) == action
+    (culprit,) = localise([_node_record("X-001", subject, fix, action)]).culprits
+    assert culprit.as_dict()["action"] == group
+
+
+def test_the_pair_rules_declare_their_own_fix_groups() -> None:
+    """Culprits the localiser itself names from pair results: a slow end is its cable, a
+    latency or jumbo-frame end its switch port, a lone link is re-tested to tell which end."""
+    assert [KIND_ACTION[k] for k in ("link", "leaf", "isl", "cabling")] == [
+        "rerun", "switch", "cable", "cable",
+    ]  # fmt: skip
+    assert {_symptom_action(c) for c in ("C-25", "PERF-002", "PERF-001")} == {"switch", "cable"}
+    assert _symptom_action("PERF-001") == "cable" and _symptom_action("C-25") == "switch"
+
+
+def _symptom_action(code: str) -> str:
+    rec = {"findings": [{"code": code, "status": "FAIL"}], "meta": {"lat_us": 9.0}}
+    return _symptom([rec])[2]
+
+
+def test_a_finding_names_only_a_known_fix_group() -> None:
+    with pytest.raises(ValueError, match="action 'cables' is none of"):
+        Finding("X-001", Status.FAIL, Subject(node="n1"), "x", action="cables")
 
 
 def test_fix_groups_keep_the_walk_order_and_sort_by_node() -> None:
     cs = [
-        {"kind": "gpu", "node": "n10", "where": "n10 GPU 1", "remediation": "RMA"},
-        {"kind": "cabling", "node": "n9", "where": "n9 mlx5_0", "remediation": "swap"},
-        {"kind": "gpu", "node": "n9", "where": "n9 GPU 2", "remediation": "RMA"},
+        {"kind": "gpu", "node": "n10", "where": "n10 GPU 1", "action": "gpu"},
+        {"kind": "cabling", "node": "n9", "where": "n9 mlx5_0", "action": "cable"},
+        {"kind": "gpu", "node": "n9", "where": "n9 GPU 2", "action": "gpu"},
     ]
     groups = fix_groups(cs)
     assert [g["action"] for g in groups] == ["cable", "gpu"]

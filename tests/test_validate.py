@@ -360,7 +360,9 @@ def test_a_cut_line_is_reported_beside_the_good_records_and_resume_drops_it(
 ) -> None:
     with run_dir.results.open("a") as fh:
         fh.write('{"id": "pair/n1-n2/rail0", "kind": "pa')  # the crash cut this line
-    report, verdict, _ = write_reports(run_dir)
+    # read as the run directory it is now (a run holds its records in memory: what a crash
+    # left is what the next reader finds)
+    report, verdict, _ = write_reports(RunDir(run_dir.path))
     assert verdict.exit_code == 2  # the culprits stand; the cut step is an error beside them
     assert any(e["code"] == "RUN-001" for e in report["errors"])
     again = RunDir(run_dir.path)
@@ -382,6 +384,7 @@ def test_records_carry_their_schema_and_an_older_run_is_read_a_newer_refused(
     # a record of a kind no rackops writes is not a record
     with old.results.open("a") as fh:
         fh.write(json.dumps({**lines[0], "id": "x", "kind": "mystery"}) + "\n")
+    old = RunDir(old.path)
     assert "x" not in {r["id"] for r in old.records()} and old.unreadable
     # a newer schema is refused, naming the line and what to do
     with run_dir.results.open("a") as fh:

@@ -161,9 +161,17 @@ def check_hca_ports(
         problems = _port_problems(v, profile)
         findings.extend(
             Finding(
-                code, Status.FAIL, subj, msg, observed=obs, expected=exp, unit=unit, remediation=fix
+                code,
+                Status.FAIL,
+                subj,
+                msg,
+                observed=obs,
+                expected=exp,
+                unit=unit,
+                remediation=fix,
+                action=action,
             )
-            for code, msg, obs, exp, unit, fix in problems
+            for code, msg, obs, exp, unit, fix, action in problems
         )
         if not problems:
             findings.append(
@@ -181,9 +189,10 @@ def check_hca_ports(
 
 def _port_problems(
     v: PortView, profile: Profile
-) -> list[tuple[str, str, object, object, str | None, str]]:
+) -> list[tuple[str, str, object, object, str | None, str, str]]:
+    """Each problem of a port: code, message, observed, expected, unit, fix, fix group."""
     want = profile.hca
-    out: list[tuple[str, str, object, object, str | None, str]] = []
+    out: list[tuple[str, str, object, object, str | None, str, str]] = []
     cable = "reseat or replace the cable/transceiver at both ends, then the switch port"
     if not _active(v.state):
         out.append(
@@ -196,6 +205,7 @@ def _port_problems(
                 cable
                 if not _linkup(v.physical_state)
                 else "link is up but not Active: check the subnet manager (sminfo)",
+                "cable" if not _linkup(v.physical_state) else "switch",
             )
         )
     if not _linkup(v.physical_state) and v.physical_state is not None:
@@ -207,6 +217,7 @@ def _port_problems(
                 "LinkUp",
                 None,
                 "Disabled: enable the switch port; Polling: no link partner — " + cable,
+                "cable",
             )
         )
     if _active(v.state) and v.rate_gbps is not None and v.rate_gbps < want.rate_gbps:
@@ -218,6 +229,7 @@ def _port_problems(
                 want.rate_gbps,
                 "Gb/s",
                 "link trained below speed: " + cable + "; check the port speed setting",
+                "cable",
             )
         )
     if _active(v.state) and v.width and _WIDTH.get(v.width, 0) < _WIDTH[want.width]:
@@ -229,6 +241,7 @@ def _port_problems(
                 want.width,
                 None,
                 "lanes lost: " + cable,
+                "cable",
             )
         )
     if v.link_layer is not None and v.link_layer != want.link_layer:
@@ -240,6 +253,7 @@ def _port_problems(
                 want.link_layer,
                 None,
                 "set the port type with mlxconfig LINK_TYPE_P1 and reboot",
+                "node",
             )
         )
     if _active(v.state) and v.active_mtu is not None and v.active_mtu < want.active_mtu:
@@ -251,6 +265,7 @@ def _port_problems(
                 want.active_mtu,
                 "bytes",
                 "RoCE: netdev MTU must be >= 4192 (C-23); IB: SM partition mtu=5 (C-24)",
+                "node",
             )
         )
     return out

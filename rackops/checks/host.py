@@ -26,7 +26,7 @@ def check_mlnx_qos(
     view = HostQos(parsed.trust, tuple(parsed.pfc_priorities), dict(parsed.dscp2prio))
     intent = Intent(roce, 0, False)
     out = [
-        Finding(v.code, Status.FAIL, subject, v.message, v.got, v.want, None, v.fix)
+        Finding(v.code, Status.FAIL, subject, v.message, v.got, v.want, None, v.fix, action="node")
         for v in check_host(intent, view)
     ]
     ruled = {roce.dscp, roce.cnp_dscp}  # C-05's own
@@ -45,6 +45,7 @@ def check_mlnx_qos(
                     None,
                     f"mlnx_qos -i <netdev> --dscp2prio set,{dscp},{want}, or run the "
                     "roce_host_qos role",
+                    action="node",
                 )
             )
     pfc = ",".join(str(v) for v in parsed.pfc_enabled)
@@ -72,6 +73,7 @@ def check_ofed(parsed: OfedInfo, pinned: str, *, node: str | None = None) -> lis
             pinned,
             None,
             "run the ofed role; reboot after the upgrade",
+            action="node",
         )
     ]
 
@@ -105,6 +107,7 @@ def check_gids(parsed: ShowGids, hcas: Sequence[Hca], *, node: str | None = None
                     None,
                     f"assign {h.address or 'the fabric address'} to {h.netdev} and "
                     f"check 'devlink dev param show' enable_roce",
+                    action="node",
                 )
             )
         elif gid.netdev not in (None, h.netdev):
@@ -118,6 +121,7 @@ def check_gids(parsed: ShowGids, hcas: Sequence[Hca], *, node: str | None = None
                     h.netdev,
                     None,
                     "fix the netdev naming/cabling map",
+                    action="node",
                 )
             )
         else:

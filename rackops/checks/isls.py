@@ -49,6 +49,7 @@ def judge_isl(leaf: Switch, up: Uplink, end: LeafEnd | None, far_short: str) -> 
             f"ISL {here}: the leaf port is {state}",
             remediation=f"reseat or replace the cable from {leaf.name} port {up.port} to "
             f"{up.spine} port {up.spine_port}; check both ports are enabled",
+            action="cable",
         )
     if end.far is None:
         return Finding(
@@ -68,6 +69,7 @@ def judge_isl(leaf: Switch, up: Uplink, end: LeafEnd | None, far_short: str) -> 
             f"{(end.far_port or 'port ?')[:64]}, not {up.spine} port {up.spine_port}",
             remediation=f"move the cable to {up.spine} port {up.spine_port}, as designed",
             observed={"neighbor": end.far[:64], "neighbor_port": (end.far_port or "")[:64]},
+            action="cable",
         )
     want = float(leaf.uplink_speed(up))
     if end.rate_gbps is None:
@@ -76,6 +78,7 @@ def judge_isl(leaf: Switch, up: Uplink, end: LeafEnd | None, far_short: str) -> 
             Status.ERROR,
             subj,
             f"ISL {here}: its rate cannot be read ({end.rate_text[:64]}); not judged",
+            action="cable",
         )
     if end.rate_gbps < want:
         return Finding(
@@ -87,6 +90,7 @@ def judge_isl(leaf: Switch, up: Uplink, end: LeafEnd | None, far_short: str) -> 
             remediation="check the cable and both ports' enabled speeds; replace the cable "
             "(a degraded lane trains a link down)",
             observed={"rate_gbps": end.rate_gbps},
+            action="cable",
         )
     if end.far_port_ok is None:
         return Finding(

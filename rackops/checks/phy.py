@@ -275,6 +275,7 @@ def _flaps(g: _Grew, _before: PortSample) -> list[Finding]:
                     limit,
                     "events",
                     g.fix,
+                    action="cable",
                 )
             )
     return out
@@ -301,6 +302,7 @@ def _symbol_errors(g: _Grew, _before: PortSample) -> list[Finding]:
             g.phy.symbol_error_ber_max,
             "errors/bit",
             g.fix,
+            action="cable",
         )
     ]
 
@@ -322,6 +324,7 @@ def _raw_ber(g: _Grew, _before: PortSample) -> list[Finding]:
             g.phy.raw_ber_max,
             "BER",
             g.fix,
+            action="cable",
         )
     ]
 
@@ -342,6 +345,7 @@ def _port_errors(g: _Grew, _before: PortSample) -> list[Finding]:
             g.phy.port_errors_max,
             "errors",
             g.fix,
+            action="cable",
         )
     ]
 
@@ -385,6 +389,7 @@ def _discards(g: _Grew, _before: PortSample) -> list[Finding]:
                     "packets",
                     "drops on a lossless fabric: check PFC on both ends (C-12/C-13), the "
                     "switch buffer profile and the port's congestion",
+                    action="node",
                 )
             )
         elif g.d.get(key, 0) > 0 and pkts and 100.0 * g.d[key] / pkts > g.phy.discard_pct_max:
@@ -400,6 +405,7 @@ def _discards(g: _Grew, _before: PortSample) -> list[Finding]:
                     "%",
                     "drops on a lossless fabric: check PFC on both ends (C-12/C-13), the "
                     "switch buffer profile and the port's congestion",
+                    action="node",
                 )
             )
     return out
@@ -422,6 +428,7 @@ def _out_of_buffer(g: _Grew, _before: PortSample) -> list[Finding]:
             g.phy.discard_pct_max,
             "%",
             "check the receiving process's CPU/NUMA placement and ring sizes",
+            action="node",
         )
     ]
 
@@ -446,6 +453,7 @@ def _pause_storms(g: _Grew, _before: PortSample) -> list[Finding]:
                         "%",
                         "find the port that cannot drain (a stuck receiver, a slow HCA, PFC "
                         "on the wrong priority); the PFC watchdog should act on it",
+                        action="node",
                     )
                 )
     return out
@@ -479,6 +487,7 @@ def judge_state(state: str | None, subj: Subject) -> list[Finding]:
             state,
             "Active",
             remediation=CABLE_FIX.format(ends=_end_to_end(subj)),
+            action="cable",
         )
     ]
 
@@ -521,6 +530,7 @@ def judge_ber(ml: MlxLink, subj: Subject, profile: Profile, report: PortReport) 
                 phy.raw_ber_max,
                 "BER",
                 CABLE_FIX.format(ends=ends),
+                action="cable",
             )
         )
     if ml.effective_ber is not None and ml.effective_ber > phy.effective_ber_max:
@@ -535,6 +545,7 @@ def judge_ber(ml: MlxLink, subj: Subject, profile: Profile, report: PortReport) 
                 phy.effective_ber_max,
                 "BER",
                 CABLE_FIX.format(ends=ends),
+                action="cable",
             )
         )
     if ml.status_opcode:  # the firmware's own troubleshooting verdict on this link
@@ -548,6 +559,7 @@ def judge_ber(ml: MlxLink, subj: Subject, profile: Profile, report: PortReport) 
                 ml.status_opcode,
                 0,
                 remediation=ml.recommendation or CABLE_FIX.format(ends=ends),
+                action="cable",
             )
         )
     want_width = profile.hca.width.lower()
@@ -561,6 +573,7 @@ def judge_ber(ml: MlxLink, subj: Subject, profile: Profile, report: PortReport) 
                 ml.width,
                 profile.hca.width,
                 remediation=CABLE_FIX.format(ends=ends),
+                action="cable",
             )
         )
     return out
@@ -589,6 +602,7 @@ def judge_optics(opt: Optics, subj: Subject, report: PortReport) -> list[Finding
                 None,
                 "dBm",
                 fix,
+                action="cable",
             )
         )
     for label, values, window in (
@@ -613,6 +627,7 @@ def judge_optics(opt: Optics, subj: Subject, report: PortReport) -> list[Finding
                         edge,
                         "dBm",
                         fix,
+                        action="cable",
                     )
                 )
     if opt.temperature_c is not None and opt.temperature_window_c is not None:
@@ -628,6 +643,7 @@ def judge_optics(opt: Optics, subj: Subject, report: PortReport) -> list[Finding
                     edge,
                     "C",
                     "check the airflow at this port and the module; replace it if it stays hot",
+                    action="cable",
                 )
             )
     return out

@@ -39,4 +39,5 @@ def combine_attempts(attempts: Sequence[Sequence[Finding]]) -> Finding:
         last.unit,
         last.remediation,
         attempts=flat,
+        action=last.action,
     )

@@ -45,6 +45,7 @@ def check_host_tuning(parsed: HostTuning, node: Node, cluster: Cluster) -> list[
                     h.netdev,
                     None,
                     "fix the netdev in rackops_hcas, or load the NIC driver",
+                    action="node",
                 )
             )
             continue
@@ -59,6 +60,7 @@ def check_host_tuning(parsed: HostTuning, node: Node, cluster: Cluster) -> list[
                     mtu,
                     "bytes",
                     MTU_FIX,
+                    action="node",
                 )
             )
         if roce is not None:
@@ -77,6 +79,7 @@ def check_host_tuning(parsed: HostTuning, node: Node, cluster: Cluster) -> list[
                 "inactive",
                 None,
                 "systemctl disable --now irqbalance, or rerun provisioning (irq_affinity)",
+                action="node",
             )
         )
     if node.tuning.hugepages is not None:
@@ -124,6 +127,7 @@ def _ecn(
                     "1",
                     None,
                     ECN_FIX,
+                    action="node",
                 )
             )
     for key, code, want, what in (
@@ -142,6 +146,7 @@ def _ecn(
                     want,
                     None,
                     ECN_FIX,
+                    action="node",
                 )
             )
     return out
@@ -184,6 +189,7 @@ def _irqs(sysfs: dict[str, str], irqs: dict[int, str], netdev: str, subj: Subjec
             local,
             None,
             IRQ_FIX,
+            action="node",
         )
     ]
 
@@ -208,6 +214,7 @@ def _hugepages(parsed: HostTuning, node: Node) -> list[Finding]:
                     pages,
                     "pages",
                     HP_FIX,
+                    action="node",
                 )
             )
         elif have != pages:
@@ -221,6 +228,7 @@ def _hugepages(parsed: HostTuning, node: Node) -> list[Finding]:
                     pages,
                     "pages",
                     HP_FIX,
+                    action="node",
                 )
             )
     return out
@@ -235,6 +243,7 @@ def check_jumbo_ping(parsed: Ping, mtu: int, *, subject: Subject) -> list[Findin
                 Status.OK,
                 subject,
                 f"{parsed.packet_bytes or mtu}-byte frames pass with DF set",
+                action="switch",
             )
         ]
     detail = f" ({parsed.messages[-1]})" if parsed.messages else ""
@@ -251,5 +260,6 @@ def check_jumbo_ping(parsed: Ping, mtu: int, *, subject: Subject) -> list[Findin
             "bytes",
             "a hop drops jumbo frames: check the interface MTU of both hosts (C-23) and the "
             "switch port MTU >= host MTU + 18 (C-22)",
+            action="switch",
         )
     ]

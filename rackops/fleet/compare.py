@@ -75,6 +75,7 @@ def _differs(node: str, f: Fact, reference: str, against: str) -> Finding:
         remediation=_fix(f, f.device),
         observed=f.value,
         expected=reference,
+        action=kind_of(f.name).action,
     )
 
 
@@ -191,6 +192,7 @@ def against_floors(node: str, facts: Sequence[Fact], floors: Sequence[Floor]) ->
                         f"{_who(f.device)}{_what(f)} {version!r} is not a version a floor can "
                         f"be compared with (floor {scoped[0].min}: {scoped[0].reason})",
                         remediation=f"read the version on the node: {f.source}",
+                        action="node",
                     )
                 )
                 continue
@@ -206,6 +208,7 @@ def against_floors(node: str, facts: Sequence[Fact], floors: Sequence[Floor]) ->
                         f"its branch (floors for {branches}): not checked against the "
                         "bulletins it cites",
                         remediation="move to a branch the floors name, or add its floor",
+                        action="node",
                     )
                 )
             for floor in applicable:
@@ -220,6 +223,7 @@ def against_floors(node: str, facts: Sequence[Fact], floors: Sequence[Floor]) ->
                             remediation=f"upgrade to {floor.min} or later: {_fix(f, f.device)}",
                             observed=version,
                             expected=f">= {floor.min}",
+                            action="node",
                         )
                     )
     return out

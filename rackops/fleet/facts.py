@@ -40,6 +40,9 @@ class Kind:
     status: Status  # what a difference is
     fix: str  # what to do about a difference
     floor: str | None = None  # the profile's floor component judged on it
+    # the fix group (findings.ACTIONS) where it is not the device's own (a GPU's, an
+    # HCA's, the node's): software and settings on a card are the node's to fix
+    action: str | None = None
 
 
 FLASH = "flash the golden firmware (mlxfwmanager -u, or the vendor's update bundle)"
@@ -91,7 +94,7 @@ KINDS: dict[str, Kind] = {
         "path to its rail HCA", Status.FAIL, "GPU and HCA are not behind one switch: check the slot"
     ),
     # per HCA
-    "firmware": Kind("firmware", Status.FAIL, FLASH, "hca_firmware"),
+    "firmware": Kind("firmware", Status.FAIL, FLASH, "hca_firmware", action="node"),
     "psid": Kind("PSID", Status.FAIL, "a card of another board/OEM (PSID): swap it or cross-flash"),
     # PCIe (GPU and HCA)
     "pcie.speed": Kind(
@@ -111,11 +114,13 @@ KINDS: dict[str, Kind] = {
         Status.FAIL,
         "disable ACS redirect on that bridge (setpci ECAP_ACS+0x6.w=0000, or BIOS: ACS off"
         " / pci=disable_acs_redir=BDF)",
+        action="node",
     ),
     "mlxconfig": Kind(
         "mlxconfig",
         Status.FAIL,
         "mlxconfig -d DEV set KEY=VALUE as golden, then reboot (or mlxfwreset)",
+        action="node",
     ),
 }
 

@@ -31,6 +31,7 @@ def check(parsed: Any, ctx: Context, node: str | None) -> list[Finding]:
                     f"{dev} has no PCI device in sysfs (/sys/class/infiniband/{dev}/device): "
                     "its PCIe link and ACS path are not compared",
                     remediation="check the driver (mlx5_core) is bound to the card",
+                    action="node",
                 )
             )
     return out or [

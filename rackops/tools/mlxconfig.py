@@ -69,6 +69,7 @@ def check(parsed: Any, ctx: Context, node: str | None) -> list[Finding]:
                         observed=value,
                         expected=shown,
                         remediation=f"mlxconfig -d DEV set {key}={want}, then reboot",
+                        action="node",
                     )
                 )
     pending = [
@@ -89,6 +90,7 @@ def check(parsed: Any, ctx: Context, node: str | None) -> list[Finding]:
                 expected=nxt,
                 remediation="reboot the node or reset the card (mlxfwreset -d DEV reset) to "
                 "apply it, or set it back",
+                action="node",
             )
         )
     return out or [

@@ -14,7 +14,6 @@ from collections import defaultdict
 from typing import Any
 
 from rackops.names import natural_key
-from rackops.validate.localise import action_of
 from rackops.validate.peergate import HIGHER_IS_BETTER, LOWER_IS_BETTER
 from rackops.validate.records import is_number
 
@@ -33,7 +32,7 @@ def fix_groups(culprits: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The culprits by fix group, groups in ACTIONS' order, each group's by node."""
     by: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for c in culprits:
-        by[str(c.get("action") or action_of(c["kind"], c.get("remediation") or ""))].append(c)
+        by[str(c["action"])].append(c)
     return [
         {
             "action": a,

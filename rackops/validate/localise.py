@@ -23,36 +23,22 @@ Rules, in order (each pair failure is explained once):
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-# the fix group of a culprit (the report's first screen groups by it)
-_RERUN = re.compile(r"^(suspected|re-?run|re-?test|run the validation|run it again)", re.I)
-_CABLE = re.compile(r"\b(cables?|optic|transceiver|lanes?)\b", re.I)
-_SWITCH = re.compile(r"\b(leaf|spine|switch(?:'s)? port|lldp)\b", re.I)
-_HCA = re.compile(r"\b(reseat|riser|slot|lspci)\b", re.I)
-
-
-def action_of(kind: str, remediation: str) -> str:
-    """The fix group of a culprit, from its kind and its remediation (the checks' own
-    words): what the remediation has a technician do first."""
-    if _RERUN.match(remediation):
-        return "rerun"
-    if kind in ("cabling", "link"):
-        return "cable"
-    if kind in ("isl", "leaf", "sm", "fabric"):
-        return "cable" if _CABLE.search(remediation) else "switch"
-    if kind == "gpu":
-        return "gpu"
-    if kind == "hca":  # a cable named anywhere in the fix is the likelier cause
-        if _CABLE.search(remediation):
-            return "cable"
-        if _SWITCH.search(remediation):
-            return "switch"
-        return "hca" if _HCA.search(remediation) or not remediation else "node"
-    return "node"  # node, nccl, fleet: software, settings, a golden profile
+# a culprit's fix group (the report's first screen groups by it) where no finding says
+# another: the one its kind needs (a link's end is unknown until re-tested)
+KIND_ACTION = {
+    "gpu": "gpu",
+    "hca": "hca",
+    "cabling": "cable",
+    "isl": "cable",
+    "link": "rerun",
+    "leaf": "switch",
+    "sm": "switch",
+    "fabric": "switch",
+}
 
 
 @dataclass
@@ -67,6 +53,7 @@ class Culprit:
     switch_port: str | None = None
     peer: str | None = None
     evidence: list[dict[str, Any]] = field(default_factory=list)
+    action: str | None = None  # what its first finding says is to be done, else its kind's
 
     @property
     def where(self) -> str:
@@ -86,7 +73,7 @@ class Culprit:
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["where"] = self.where
-        out["action"] = action_of(self.kind, self.remediation)  # the report's fix group
+        out["action"] = self.action or KIND_ACTION.get(self.kind, "node")
         return out
 
 
@@ -161,7 +148,11 @@ class _Rules:
                 if s.get("node") is None:  # the fleet split with no majority: the rack's
                     key = ("fleet", f["code"], f["message"])
                     self.culprits[key] = Culprit(
-                        "fleet", None, f["message"], f.get("remediation") or ""
+                        "fleet",
+                        None,
+                        f["message"],
+                        f.get("remediation") or "",
+                        action=f.get("action"),
                     )
                     self.culprits[key].evidence.append({"step": rec["id"], **f})
                     continue
@@ -183,6 +174,7 @@ class _Rules:
                         hca=s.get("hca"),
                         switch=s.get("switch"),
                         switch_port=s.get("switch_port"),
+                        action=f.get("action"),
                     )
                 c.evidence.append({"step": rec["id"], **f})
             self._warn(rec)
@@ -212,6 +204,7 @@ class _Rules:
                         switch=s.get("switch"),
                         switch_port=s.get("switch_port"),
                         peer=peer,
+                        action=f.get("action"),
                     )
                 c.evidence.append({"step": rec["id"], **f})
             self._warn(rec)
@@ -224,7 +217,9 @@ class _Rules:
                 kind = "sm" if f["code"] == "IBF-SM" else "fabric"
                 c = self.culprits.setdefault(
                     (kind, f["code"], f["message"]),
-                    Culprit(kind, None, f["message"], f.get("remediation") or ""),
+                    Culprit(
+                        kind, None, f["message"], f.get("remediation") or "", action=f.get("action")
+                    ),
                 )
                 c.evidence.append({"step": rec["id"], **f})
             self._warn(rec)
@@ -244,6 +239,7 @@ class _Rules:
                     switch=s.get("switch"),
                     switch_port=s.get("switch_port"),
                     peer=ends[1] if len(ends) > 1 else None,
+                    action=f.get("action"),
                 )
                 c.evidence.append({"step": rec["id"], **f})
                 self.culprits[("cabling", s["node"], s.get("hca"))] = c
@@ -396,7 +392,7 @@ class _Rules:
                 sw, port = m[f"{side}_switch_port"].split(maxsplit=1)
                 hca = m[f"{side}_hca"]
                 partners = ", ".join(sorted({x[0] for x in failed}))
-                what, fix = _symptom([x[2] for x in failed])
+                what, fix, action = _symptom([x[2] for x in failed])
                 c = self.culprits.get((node, "hca", hca)) or Culprit(
                     "hca",
                     node,
@@ -406,6 +402,7 @@ class _Rules:
                     hca=hca,
                     switch=sw,
                     switch_port=port,
+                    action=action,
                 )
                 c.evidence += [_pair_evidence(x[2]) for x in failed]
                 self.culprits[(node, "hca", hca)] = c
@@ -431,7 +428,7 @@ class _Rules:
             others = sorted(
                 {r["meta"]["client" if r["meta"]["server"] == node else "server"] for r in recs}
             )
-            what, fix = _symptom(recs)
+            what, fix, action = _symptom(recs)
             c = Culprit(
                 "hca",
                 node,
@@ -442,6 +439,7 @@ class _Rules:
                 hca=hca,
                 switch=sw,
                 switch_port=port,
+                action=action,
             )
             c.evidence = [_pair_evidence(r) for r in recs]
             self.culprits.setdefault((node, "hca", hca), c)
@@ -491,6 +489,7 @@ class _Rules:
                     fails[0]["message"],
                     fails[0].get("remediation") or "",
                     evidence=[{"step": rec["id"], **f} for f in fails],
+                    action=fails[0].get("action"),
                 )
             self._warn(rec)
 
@@ -523,18 +522,19 @@ JUMBO_FIX = (
 )
 
 
-def _symptom(recs: list[dict[str, Any]]) -> tuple[str, str]:
-    """What the failing links have in common: only the jumbo ping failed, or bandwidth."""
+def _symptom(recs: list[dict[str, Any]]) -> tuple[str, str, str]:
+    """What the failing links have in common: only the jumbo ping failed, or bandwidth;
+    its fix, and that fix's group."""
     codes = {f["code"] for r in recs for f in _fails(r)}
     if codes == {"C-25"}:
-        return "drops jumbo frames (C-25)", JUMBO_FIX
+        return "drops jumbo frames (C-25)", JUMBO_FIX, "switch"
     if codes == {"PERF-002"}:
         worst_us = max(
             (r["meta"].get("lat_us") or 0 for r in recs if r["meta"].get("lat_us") is not None),
             default=0,
         )
-        return f"has high latency (up to {worst_us:.2f} us)", LATENCY_FIX
-    return "is slow", CABLE_FIX
+        return f"has high latency (up to {worst_us:.2f} us)", LATENCY_FIX, "switch"
+    return "is slow", CABLE_FIX, "cable"
 
 
 End = tuple[str, int]  # a link's end: (node, rail)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 from rackops.errors import ExitCode, InputError, RackopsError
+from rackops.findings import ACTIONS
 from rackops.names import NODE_RE
 
 SCHEMA = 2
@@ -290,6 +291,7 @@ def finding(v: Any, where: str, depth: int = 0, subject: Spec = SUBJECT) -> None
         "subject": (True, fields(subject, closed=True)),
         "message": (True, text),
         "remediation": (False, optional(text)),
+        "action": (False, optional(one_of(*ACTIONS))),
         "unit": (False, optional(label)),
         "observed": (False, json_value),
         "expected": (False, json_value),

@@ -42,10 +42,19 @@ def _f(
     unit: str | None = None,
     message: str = "",
     remediation: str = "",
+    action: str | None = None,
 ) -> dict[str, Any]:
     status = Status.OK if ok else Status.FAIL
     return Finding(
-        code, status, Subject(**subject), message or code, observed, expected, unit, remediation
+        code,
+        status,
+        Subject(**subject),
+        message or code,
+        observed,
+        expected,
+        unit,
+        remediation,
+        action=None if ok else action,
     ).as_dict()
 
 
@@ -73,6 +82,7 @@ def make_run(path: Path, nodes: int = 1024, seed: int = 1, faults: bool = True) 
                 | {"node": node, "hca": "mlx5_6"},
                 message="" if ok else "physical state Polling, expected LinkUp",
                 remediation="" if ok else "Polling: no link partner — check the cable",
+                action="cable",
             )
             lines.append(_record(f"node/{node}/{tool}", "node", node, tool, [finding]))
         gpu = []
@@ -129,6 +139,7 @@ def make_run(path: Path, nodes: int = 1024, seed: int = 1, faults: bool = True) 
                 {"node": node, "hca": dev}
                 | dict(zip(("switch", "switch_port"), leaf_port(node, int(dev[5:])), strict=True)),
                 remediation="clean or replace the transceiver and the cable",
+                action="cable",
             )
             for dev, rep in ports.items()
         ]
