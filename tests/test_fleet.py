@@ -247,14 +247,16 @@ def test_a_setting_cut_from_one_nodes_table_is_named(
 def test_a_hostile_value_is_a_marker_never_the_text() -> None:
     """A node's tool output is untrusted: a 'version' of 10,000 characters or with control
     characters is compared, stored and shown as a marker, which differs from any real one."""
-    from rackops.fleet.facts import _Out
+    from types import SimpleNamespace
 
-    out = _Out()
-    out.add("gpu0", "vbios", "9" * 10_000, "nvidia-smi -q -x")
-    out.add("gpu1", "vbios", "96.00\x1b[2J", "nvidia-smi -q -x")
-    assert [f.value for f in out.facts] == [
-        "<unreadable: 10000 characters>",
-        "<unreadable: 9 characters>",
+    from rackops.fleet.facts import node_facts
+
+    node = _cluster().node("node01")
+    long = node_facts(node, {"ofed_info": SimpleNamespace(version="9" * 10_000)})
+    esc = node_facts(node, {"ofed_info": SimpleNamespace(version="25.07\x1b[2J")})
+    assert [(f.name, f.value, f.source) for f in long + esc] == [
+        ("ofed", "<unreadable: 10000 characters>", "ofed_info -s"),
+        ("ofed", "<unreadable: 9 characters>", "ofed_info -s"),
     ]
 
 

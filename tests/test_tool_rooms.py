@@ -88,3 +88,22 @@ def test_the_scan_finds_an_argv_and_a_script_and_passes_messages() -> None:
         "line 5: argv of perfquery",
         "line 6: script runs nvidia-smi",
     ]
+
+
+def test_the_fleet_asks_the_tools_for_facts_and_names_none_of_them() -> None:
+    """Which outputs hold fleet facts, and what each says, is the tool's (``Tool.facts``):
+    the fleet's modules name no tool of the registry (a fact kind may share a word with
+    one: ``mlxconfig.KEY``); the command that read a fact is the tool's word too."""
+    from rackops.fleet.facts import KINDS, sources
+    from rackops.tools import registry
+
+    tools = set(registry())
+    named = []
+    for path in sorted((ROOT / "rackops" / "fleet").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                word = node.value
+                if word in tools and word not in KINDS:
+                    named.append(f"{path.name}:{node.lineno} {word}")
+    assert named == []
+    assert {"nvidia-smi-xml", "ofed_info", "lspci", "mlxconfig"} <= set(sources())

@@ -15,7 +15,7 @@ from typing import Any
 
 from rackops.findings import Finding
 from rackops.fleet.compare import against_floors, against_golden, below_capability, by_majority
-from rackops.fleet.facts import SOURCES, Fact, node_facts
+from rackops.fleet.facts import Fact, node_facts, sources
 from rackops.inventory.model import Cluster
 from rackops.parsers import ParseError
 from rackops.profiles import Profile
@@ -31,8 +31,9 @@ def node_outputs(rundir: Any, nodes: Iterable[str]) -> dict[str, dict[str, Any]]
     already an ERROR that says why)."""
     wanted = set(nodes)
     out: dict[str, dict[str, Any]] = {n: {} for n in wanted}
+    fact_tools = sources()
     for rec in rundir.records():
-        if rec["kind"] != "node" or rec["tool"] not in SOURCES or rec["node"] not in wanted:
+        if rec["kind"] != "node" or rec["tool"] not in fact_tools or rec["node"] not in wanted:
             continue
         if any(f["status"] == "ERROR" for f in rec["findings"]):
             continue

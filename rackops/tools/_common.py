@@ -47,3 +47,15 @@ def needs_cluster(ctx: Context, tool: str, what: str) -> Cluster:
     if ctx.cluster is None:
         raise RackopsError(f"checking {tool} needs {what}: pass -i INVENTORY")
     return ctx.cluster
+
+
+def gpu_device(i: int) -> str:
+    """A GPU as a fleet fact's device: ``gpu3``."""
+    return f"gpu{i}"
+
+
+def fact_num(v: float | int | None) -> str | None:
+    """A number as a fleet fact compares it: ``400`` and ``2.5``, never ``400.0``."""
+    if v is None:
+        return None
+    return f"{v:g}" if isinstance(v, float) else str(v)

@@ -56,7 +56,28 @@ class Binary:
     daemon: bool = False  # a service the package starts, not a command a check runs
 
 
+class FactSink:
+    """What node-check outputs say about a node that the fleet compares across the rack
+    (versions, firmware, settings, PCIe links): each tool with ``facts`` adds its own, in
+    the words the fleet's fact kinds name (``rackops.fleet.facts.KINDS``), with the command
+    that read it. ``pci`` is each GPU's and HCA's PCI address, from the tools that read it,
+    for the tools that join on it (lspci)."""
+
+    def __init__(self, node: Node) -> None:
+        self.node = node
+        self.rows: list[tuple[str, str, object, str, str]] = []
+        self.pci: dict[str, str] = {}
+
+    def add(self, device: str, name: str, value: object, source: str, where: str = "") -> None:
+        if value is None or value == "":
+            return
+        self.rows.append((device, name, value, source, where))
+
+
 Check = Callable[[Any, Context, "str | None"], "list[Finding]"]
+# a tool's fleet facts from one parsed output of it: (parsed, sink, check name: the device
+# of a per-HCA check is its suffix, ``mlxconfig/mlx5_0``)
+Facts = Callable[[Any, FactSink, str], None]
 LiveCheck = Callable[[str, Context, "str | None"], "list[Finding]"]
 Planner = Callable[["Suite", "Cluster"], Sequence[NodeCheck]]
 
@@ -81,3 +102,5 @@ class Tool:
     no_check: str = ""  # why `rackops check` cannot judge one output of it
     nvidia_stack: bool = False  # runs a program only NVIDIA's stack installs (DOCA-OFED, MFT):
     # not run on a node whose inventory says rackops_nvidia_stack: false
+    facts: Facts | None = None  # what the fleet compares of its output, where it yields any
+    facts_join: bool = False  # its facts join on the others' (FactSink.pci): read after them

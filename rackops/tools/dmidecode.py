@@ -9,7 +9,7 @@ from rackops.inventory.model import Cluster
 from rackops.parsers.dmidecode import parse_dmidecode
 from rackops.suites import Suite
 from rackops.tools._common import not_whole, with_sbin
-from rackops.tools.base import Binary, Context, NodeCheck, Tool
+from rackops.tools.base import Binary, Context, FactSink, NodeCheck, Tool
 
 
 def plan(suite: Suite, cluster: Cluster) -> list[NodeCheck]:
@@ -29,6 +29,18 @@ def check(parsed: Any, ctx: Context, node: str | None) -> list[Finding]:
     return [Finding("FACT-010", Status.OK, subj, f"BIOS {b.vendor} {b.version} ({b.release_date})")]
 
 
+def facts(dmi: Any, out: FactSink, _check: str) -> None:
+    """The BIOS (version, vendor, date) and the server model."""
+    if dmi.bios is None:
+        return
+    out.add("node", "bios", dmi.bios.version, "dmidecode -t bios")
+    out.add("node", "bios_vendor", dmi.bios.vendor, "dmidecode -t bios")
+    out.add("node", "bios_date", dmi.bios.release_date, "dmidecode -t bios")
+    if dmi.system is not None:
+        model = " ".join(x for x in (dmi.system.manufacturer, dmi.system.product_name) if x)
+        out.add("node", "system", model, "dmidecode -t system")
+
+
 TOOL = Tool(
     "dmidecode",
     "BIOS and system model (SMBIOS)",
@@ -37,4 +49,5 @@ TOOL = Tool(
     plan=plan,
     order=43,
     binaries=(Binary("dmidecode", "dmidecode"),),
+    facts=facts,
 )

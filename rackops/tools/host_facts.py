@@ -9,7 +9,8 @@ from rackops.findings import Finding, Status, Subject
 from rackops.inventory.model import Cluster
 from rackops.parsers.host_facts import SCRIPT, parse_host_facts
 from rackops.suites import Suite
-from rackops.tools.base import Context, NodeCheck, Tool
+from rackops.tools._common import fact_num
+from rackops.tools.base import Context, FactSink, NodeCheck, Tool
 
 
 def plan(suite: Suite, cluster: Cluster) -> list[NodeCheck]:
@@ -39,6 +40,36 @@ def check(parsed: Any, ctx: Context, node: str | None) -> list[Finding]:
     ]
 
 
+PACKAGES = {  # fact name → package name prefixes (dpkg and rpm names)
+    "pkg.fabric_manager": ("nvidia-fabricmanager", "nvidia-fabric-manager"),
+    "pkg.nccl": ("libnccl2", "libnccl"),
+    "pkg.dcgm": ("datacenter-gpu-manager",),
+}
+
+
+def facts(hf: Any, out: FactSink, _check: str) -> None:
+    """The kernel, the OS release, each cabled HCA's NUMA node (and its PCI address for the
+    tools that join on it), the versions of the packages the fleet compares."""
+    out.add("node", "kernel", hf.kernel, "uname -r")
+    out.add("node", "os", hf.os, "/etc/os-release")
+    cabled = {h.device for h in out.node.hcas}
+    for dev, pci in sorted(hf.hcas.items()):
+        if dev not in cabled:
+            continue
+        if pci.bdf:
+            out.pci[dev] = pci.bdf
+        src = f"host-facts: /sys/class/infiniband/{dev}/device"
+        out.add(dev, "numa", fact_num(pci.numa), src)
+    for name, prefixes in PACKAGES.items():
+        found = sorted(
+            v
+            for p, v in hf.packages.items()
+            if p.startswith(prefixes) and not p.endswith(("-dev", "-devel")) and "-dev-" not in p
+        )
+        if found:
+            out.add("node", name, ",".join(found), "dpkg-query -W")
+
+
 TOOL = Tool(
     "host-facts",
     "kernel, OS, HCA PCI addresses and package versions (fleet facts)",
@@ -46,4 +77,5 @@ TOOL = Tool(
     check=check,
     plan=plan,
     order=42,
+    facts=facts,
 )

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rackops.findings import Finding, Status, Subject
 from rackops.inventory.model import Cluster
 from rackops.parsers.ibv_devinfo import parse_ibv_devinfo
 from rackops.suites import Suite
 from rackops.tools._hca import check_ports
-from rackops.tools.base import Binary, Context, NodeCheck, Tool
+from rackops.tools.base import Binary, Context, FactSink, NodeCheck, Tool
 
 
 def plan(suite: Suite, cluster: Cluster) -> list[NodeCheck]:
@@ -28,6 +30,15 @@ def live(text: str, ctx: Context, node: str | None) -> list[Finding]:
     return findings or [Finding("HCA-007", Status.OK, Subject(node=node), "active MTU as expected")]
 
 
+def facts(ibv: Any, out: FactSink, _check: str) -> None:
+    """Each cabled HCA's firmware and PSID (a device the inventory does not cable is no
+    key: its name came from the node's output)."""
+    cabled = {h.device for h in out.node.hcas}
+    for h in (x for x in ibv.hcas if x.hca_id in cabled):
+        out.add(h.hca_id, "firmware", h.fw_ver, "ibv_devinfo")
+        out.add(h.hca_id, "psid", h.board_id, "ibv_devinfo")
+
+
 TOOL = Tool(
     "ibv_devinfo",
     "verbs devices: port state and active MTU",
@@ -38,4 +49,5 @@ TOOL = Tool(
     hca=True,
     order=30,
     binaries=(Binary("ibv_devinfo", "ibverbs-utils"),),
+    facts=facts,
 )

@@ -8,10 +8,10 @@ from typing import Any
 
 from rackops.findings import Finding, Status, Subject
 from rackops.inventory.model import Cluster
-from rackops.parsers.lspci import link_capable, parse_lspci
+from rackops.parsers.lspci import ACS_REDIRECT_FLAGS, link_capable, parse_lspci
 from rackops.suites import Suite
-from rackops.tools._common import not_whole, with_sbin
-from rackops.tools.base import Binary, Context, NodeCheck, Tool
+from rackops.tools._common import fact_num, gpu_device, not_whole, with_sbin
+from rackops.tools.base import Binary, Context, FactSink, NodeCheck, Tool
 
 
 def plan(suite: Suite, cluster: Cluster) -> list[NodeCheck]:
@@ -124,6 +124,51 @@ def live(text: str, ctx: Context, node: str | None) -> list[Finding]:
     return out or [Finding("PCIE-000", Status.OK, Subject(node=node), "PCIe links read")]
 
 
+FACTS_SOURCE = "lspci -vvv"
+
+
+def _pcie(out: FactSink, lspci: Any, dev: str, bdf: str) -> None:
+    d = lspci.device(bdf)
+    if d is None or d.caps_denied:
+        return
+    src = FACTS_SOURCE
+    if d.link_sta is not None:
+        out.add(dev, "pcie.speed", fact_num(d.link_sta.speed_gts), src, bdf)
+        out.add(dev, "pcie.width", fact_num(d.link_sta.width), src, bdf)
+    speed, width = link_capable(lspci, d)
+    out.add(dev, "pcie.speed_max", fact_num(speed), src, bdf)
+    out.add(dev, "pcie.width_max", fact_num(width), src, bdf)
+
+
+def acs_state(bridge: Any) -> str:
+    """A bridge's ACS as one comparable word: the flags that send peer-to-peer traffic up to
+    the root complex (``ACS_REDIRECT_FLAGS``, the lspci check's rule), or ``off``; ``none``
+    without the capability."""
+    ctl = bridge.acs_ctl
+    if ctl is None:
+        return "none"
+    on = [k for k in ACS_REDIRECT_FLAGS if ctl.get(k, False)]
+    return "+".join(on) if on else "off"
+
+
+def facts(lspci: Any, out: FactSink, _check: str) -> None:
+    """Each GPU's and HCA's PCIe link (as trained and as capable), and the ACS of every
+    bridge a GPUDirect transfer of each rail crosses: joined on the PCI addresses the other
+    tools read (``facts_join``)."""
+    for dev, bdf in sorted(out.pci.items()):
+        _pcie(out, lspci, dev, bdf)
+    for h in out.node.hcas:
+        gpu = gpu_device(h.gpu)
+        gbdf, hbdf = out.pci.get(gpu), out.pci.get(h.device)
+        if gbdf is None or hbdf is None:
+            continue
+        if lspci.device(gbdf) is None or lspci.device(hbdf) is None:
+            continue
+        for i, bridge in enumerate(lspci.path_between(gbdf, hbdf)):
+            if not bridge.caps_denied:  # not root: unknown, never "none" (lspci says so)
+                out.add(gpu, f"acs.{h.device}.{i}", acs_state(bridge), FACTS_SOURCE, bridge.bdf)
+
+
 TOOL = Tool(
     "lspci",
     "PCIe links and ACS between GPUs and HCAs",
@@ -133,4 +178,6 @@ TOOL = Tool(
     plan=plan,
     order=45,
     binaries=(Binary("lspci", "pciutils"),),
+    facts=facts,
+    facts_join=True,
 )

@@ -10,7 +10,7 @@ from rackops.inventory.model import Cluster
 from rackops.parsers.mlxconfig import canonical, parse_mlxconfig
 from rackops.suites import Suite
 from rackops.tools._common import not_whole
-from rackops.tools.base import Binary, Context, NodeCheck, Tool
+from rackops.tools.base import Binary, Context, FactSink, NodeCheck, Tool
 
 # the settings read (mlxconfig -d DEV query KEY...) and compared across the fleet
 MLXCONFIG_KEYS = (
@@ -98,6 +98,16 @@ def check(parsed: Any, ctx: Context, node: str | None) -> list[Finding]:
     ]
 
 
+def facts(cfg: Any, out: FactSink, check: str) -> None:
+    """The settings of ``MLXCONFIG_KEYS`` of the HCA this check queried (``mlxconfig/DEV``)."""
+    device = check.partition("/")[2]
+    if device not in {h.device for h in out.node.hcas} or not cfg.devices:
+        return
+    dev = cfg.devices[0]
+    for key in MLXCONFIG_KEYS:
+        out.add(device, f"mlxconfig.{key}", dev.value(key), f"mlxconfig -d {device} q")
+
+
 TOOL = Tool(
     "mlxconfig",
     "HCA firmware configuration",
@@ -108,4 +118,5 @@ TOOL = Tool(
     order=44,
     binaries=(Binary("mlxconfig", "mft"),),
     nvidia_stack=True,
+    facts=facts,
 )
