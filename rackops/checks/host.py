@@ -3,7 +3,7 @@ RoCE v2 GIDs, and GPU↔NIC locality (topo -m). Expected values come from the de
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from rackops.consistency import HostQos, Intent, check_host
 from rackops.design import HostRoce
@@ -15,6 +15,30 @@ from rackops.parsers.ofed_info import OfedInfo
 from rackops.parsers.show_gids import ShowGids
 
 GDR_OK = ("PIX", "PXB")
+
+
+def qos_drift(
+    parsed: MlnxQos, pfc: Sequence[int], dscp2prio: Mapping[int, int]
+) -> list[tuple[str, object, object]]:
+    """Where one interface's live QoS is not its host's design: trust, the PFC vector, each
+    DSCP→priority entry the design sets (RoCE, CNP, the host's own). (what, live, designed)
+    each; empty when as designed. The roce_host_qos role repairs what this names, and the
+    validate check below names the same: one reading of mlnx_qos for both."""
+    view = HostQos(parsed.trust, tuple(parsed.pfc_priorities), dict(parsed.dscp2prio))
+    out: list[tuple[str, object, object]] = []
+    if parsed.trust != "dscp":
+        out.append(("trust", parsed.trust, "dscp"))
+    if tuple(parsed.pfc_enabled) != tuple(pfc):
+        out.append(("PFC", _vector(parsed.pfc_enabled), _vector(pfc)))
+    if parsed.trust == "dscp":  # under another trust no DSCP entry applies: trust says it
+        for dscp, want in sorted(dscp2prio.items()):
+            if view.prio_of(dscp) != want:
+                out.append((f"DSCP {dscp} priority", view.prio_of(dscp), want))
+    return out
+
+
+def _vector(flags: Sequence[int]) -> str:
+    return ",".join(str(int(f)) for f in flags)
 
 
 def check_mlnx_qos(
