@@ -90,6 +90,14 @@ class Runner(NodeStage, FleetStage, GpuLoadStage, PairStage, SwitchStage, Ibdiag
     switch_executor: Any = None
     # a --limit run: some nodes only, so nothing of the whole fabric (sweep, switch reads)
     limited: bool = False
+    # what the stages keep between the reads around the pair rounds (declared here, never
+    # made on the fly): the fabric sweep's and the switches' "before", and the pair tests a
+    # resumed run had already done
+    _sweep_before: Any = field(default=None, init=False)
+    _sweep_pairs_done: int = field(default=0, init=False)
+    _switch_before: dict[str, Any] = field(default_factory=dict, init=False)
+    _switch_pairs_done: int = field(default=0, init=False)
+    _switch_views: dict[str, Any] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
         if self.port_base:

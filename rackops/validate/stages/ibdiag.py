@@ -47,6 +47,8 @@ Counters = dict[str, dict[str, PortSample]]  # switch -> design port -> sample
 
 class IbdiagStage(StageBase):
     limited: bool
+    _sweep_before: tuple[Counters, float] | None  # the counters swept before the pair rounds
+    _sweep_pairs_done: int  # pair tests done before a resume (their traffic is unswept)
 
     def fabric_sweep(self, plan: Plan, phase: str, done: set[str], unreachable: set[str]) -> None:
         node = self._sweep_node(unreachable)
@@ -55,7 +57,7 @@ class IbdiagStage(StageBase):
         sweep, counters = self._sweep(node, phase)
         t = time.monotonic()
         if phase == "before":
-            self._sweep_before: tuple[Counters, float] = (counters, t)
+            self._sweep_before = (counters, t)
             # pair tests a resumed run will not repeat: their traffic is before this sweep
             self._sweep_pairs_done = sum(1 for d in done if d.startswith("pair/"))
             self.progress(f"[fabric] swept from {node} before the pair rounds")
@@ -70,11 +72,11 @@ class IbdiagStage(StageBase):
             self._record("fabric/stages", "fabric", None, "ibdiagnet", None, findings)
         if "fabric/sm" not in done:
             self._record("fabric/sm", "fabric", None, "ibdiagnet", None, judge_sm(sweep))
-        if getattr(self, "_sweep_pairs_done", 0):
+        if self._sweep_pairs_done:
             n = self._sweep_pairs_done
             finding = resumed_warning("IBF-RESUMED", "the fabric was swept", n)
             self._record("fabric/resumed", "fabric", None, "ibdiagnet", None, [finding])
-        before = getattr(self, "_sweep_before", None)
+        before = self._sweep_before
         isls = judge_isls(self.cluster, sweep.dump) if sweep.dump is not None else {}
         for sw in self.cluster.switches:
             if f"switch/{sw.name}" in done:

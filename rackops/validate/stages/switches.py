@@ -38,6 +38,9 @@ Read = tuple[dict[str, PortSample], float]
 class SwitchStage(StageBase):
     switch_targets: dict[str, Any]
     switch_executor: Any
+    _switch_before: dict[str, Read]  # each switch's counters read before the pair rounds
+    _switch_pairs_done: int  # pair tests done before a resume (their traffic is unread)
+    _switch_views: dict[str, dict[str, PortView]]  # each switch's ports as read after
 
     def switches_read(self, phase: str, done: set[str]) -> None:
         if not self.switch_targets or self.suite.checks.physical is None:
@@ -46,23 +49,23 @@ class SwitchStage(StageBase):
         if not todo:
             return
         if phase == "after":
-            self._switch_views: dict[str, dict[str, PortView]] = {}
+            self._switch_views = {}
         with ThreadPoolExecutor(max_workers=min(self.concurrency, len(todo))) as pool:
             reads = dict(
                 zip(todo, pool.map(lambda s: self._read_switch(s, phase), todo), strict=True)
             )
         if phase == "before":
-            self._switch_before: dict[str, Read] = reads
+            self._switch_before = reads
             # pair tests a resumed run will not repeat: their traffic is before this read
             self._switch_pairs_done = sum(1 for d in done if d.startswith("pair/"))
             self.progress(
                 f"[switch] {len(reads)} switches' port counters read before the pair rounds"
             )
             return
-        before = getattr(self, "_switch_before", {})
+        before = self._switch_before
         for name, (after, t1) in reads.items():
             self._judge_switch(name, before.get(name), after, t1)
-        earlier = getattr(self, "_switch_pairs_done", 0)
+        earlier = self._switch_pairs_done
         if earlier and before:
             self._resumed_warning(earlier)
         self.progress(f"[switch] {len(reads)} switches' port counters judged")
