@@ -111,10 +111,23 @@ def test_a_run_reads_its_results_once_and_localises_each_set_once(
         sizes.append(len(records))
         return real(records)
 
+    served = ReplayExecutor(recording(), delay_s=0)  # the recording reads its own raw/
     monkeypatch.setattr(loc, "localise", counted)
     monkeypatch.setattr(rep, "localise", counted)
-    r, plan = runner(tmp_path, ReplayExecutor(recording(), delay_s=0))
+    reread: list[str] = []
+    read_raw = RunDir.read_raw
+
+    def counted_raw(self: RunDir, rec: dict[str, Any], key: str = "stdout") -> str | None:
+        if rec["kind"] == "node":
+            reread.append(rec["id"])
+        return read_raw(self, rec, key)
+
+    monkeypatch.setattr(RunDir, "read_raw", counted_raw)
+    r, plan = runner(tmp_path, served)
     r.run(plan)
+    # the cabling and fleet stages read the node checks' outputs as the node stage parsed
+    # them (lldpctl, lspci, nvidia-smi ...), never from raw/ again
+    assert r.rundir._parsed and reread == []
     report, _, _ = write_reports(r.rundir)
     assert report["verdict"] == "ACCEPTED"
     assert r.rundir.reads == 1

@@ -17,10 +17,7 @@ from rackops.findings import Finding
 from rackops.fleet.compare import against_floors, against_golden, below_capability, by_majority
 from rackops.fleet.facts import Fact, node_facts, sources
 from rackops.inventory.model import Cluster
-from rackops.parsers import ParseError
 from rackops.profiles import Profile
-from rackops.tools import get as get_tool
-from rackops.tools import parse
 
 __all__ = ["Fact", "judge", "node_outputs", "read_table"]
 
@@ -37,14 +34,8 @@ def node_outputs(rundir: Any, nodes: Iterable[str]) -> dict[str, dict[str, Any]]
             continue
         if any(f["status"] == "ERROR" for f in rec["findings"]):
             continue
-        text = rundir.read_raw(rec)
-        if text is None:
-            continue
-        if get_tool(rec["tool"]).both_streams or not text.strip():
-            text += "\n" + (rundir.read_raw(rec, "stderr") or "")
-        try:
-            parsed = parse(rec["tool"], text)
-        except ParseError:
+        parsed = rundir.parsed_output(rec)
+        if parsed is None:
             continue
         if getattr(parsed, "complete", True) is False:
             continue

@@ -124,32 +124,39 @@ def unreadable(tool: str, node: str | None, exc: Exception) -> Finding:
 
 def evaluate(tool: str, text: str, ctx: Context, node: str | None) -> list[Finding]:
     """One output of ``tool`` judged on its own (``rackops check``)."""
+    return judged(tool, text, ctx, node)[0]
+
+
+def judged(tool: str, text: str, ctx: Context, node: str | None) -> tuple[list[Finding], Any]:
+    """One output of ``tool`` judged on its own, and its parse (None where unreadable): a
+    run keeps the parse, so the stages after never read the output again."""
     t = get(tool)
     try:
         parsed = parse(tool, text)
     except ParseError as exc:
-        return [unreadable(tool, node, exc)]
+        return [unreadable(tool, node, exc)], None
     if t.check is None:
         raise RackopsError(
             t.no_check
             or f"no single-output check reads {tool}: use `rackops parse` to read one output"
         )
     try:
-        return t.check(parsed, ctx, node)
+        return t.check(parsed, ctx, node), parsed
     except _BUGS as exc:
         # A value no real output holds reached the check: the output is not judged.
-        return [unreadable(tool, node, ParseError(f"{type(exc).__name__}: {exc}"))]
+        return [unreadable(tool, node, ParseError(f"{type(exc).__name__}: {exc}"))], None
 
 
-def judge_live(tool: str, text: str, ctx: Context, node: str) -> list[Finding]:
-    """One output of ``tool`` from a run: its live check where it has one."""
+def judge_live(tool: str, text: str, ctx: Context, node: str) -> tuple[list[Finding], Any]:
+    """One output of ``tool`` from a run: its live check where it has one, else its check;
+    the findings and the parse (None where unreadable)."""
     t = get(tool)
     if t.live is not None:
         try:
             return t.live(text, ctx, node)
         except _BUGS as exc:
-            return [unreadable(tool, node, ParseError(f"{type(exc).__name__}: {exc}"))]
-    return evaluate(tool, text, ctx, node)
+            return [unreadable(tool, node, ParseError(f"{type(exc).__name__}: {exc}"))], None
+    return judged(tool, text, ctx, node)
 
 
 def node_checks(suite: Suite, cluster: Cluster) -> list[NodeCheck]:
@@ -170,6 +177,7 @@ __all__ = [
     "evaluate",
     "get",
     "judge_live",
+    "judged",
     "node_checks",
     "package_binaries",
     "parse",

@@ -78,7 +78,9 @@ Check = Callable[[Any, Context, "str | None"], "list[Finding]"]
 # a tool's fleet facts from one parsed output of it: (parsed, sink, check name: the device
 # of a per-HCA check is its suffix, ``mlxconfig/mlx5_0``)
 Facts = Callable[[Any, FactSink, str], None]
-LiveCheck = Callable[[str, Context, "str | None"], "list[Finding]"]
+# a run's check of one raw output where it differs from ``check``: its findings, and the
+# output as parsed (kept for the stages after), or None where it could not be parsed
+LiveCheck = Callable[[str, Context, "str | None"], "tuple[list[Finding], Any]"]
 Planner = Callable[["Suite", "Cluster"], Sequence[NodeCheck]]
 
 

@@ -19,15 +19,13 @@ def plan(suite: Suite, cluster: Cluster) -> list[NodeCheck]:
     return [NodeCheck("ibv_devinfo", "ibv_devinfo", ("ibv_devinfo",), 30, 1)]
 
 
-def live(text: str, ctx: Context, node: str | None) -> list[Finding]:
-    from rackops.tools import evaluate
+def live(text: str, ctx: Context, node: str | None) -> tuple[list[Finding], Any]:
+    from rackops.tools import judged
 
-    findings = [
-        f
-        for f in evaluate("ibv_devinfo", text, ctx, node)
-        if f.code == "HCA-007" or f.status is Status.ERROR
-    ]
-    return findings or [Finding("HCA-007", Status.OK, Subject(node=node), "active MTU as expected")]
+    found, parsed = judged("ibv_devinfo", text, ctx, node)
+    findings = [f for f in found if f.code == "HCA-007" or f.status is Status.ERROR]
+    ok = Finding("HCA-007", Status.OK, Subject(node=node), "active MTU as expected")
+    return findings or [ok], parsed
 
 
 def facts(ibv: Any, out: FactSink, _check: str) -> None:

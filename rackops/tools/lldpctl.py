@@ -33,13 +33,14 @@ def check(parsed: Any, ctx: Context, node: str | None) -> list[Finding]:
     return out
 
 
-def live(text: str, ctx: Context, node: str | None) -> list[Finding]:
-    """In a run, read only: the cabling stage judges every node's cables together."""
+def live(text: str, ctx: Context, node: str | None) -> tuple[list[Finding], Any]:
+    """In a run, read only: the cabling stage judges every node's cables together (from
+    this parse, which the run keeps)."""
     from rackops.tools import parse
 
     subj = Subject(node=node)
     try:
-        parse("lldpctl", text)
+        parsed = parse("lldpctl", text)
     except ParseError as exc:
         return [
             Finding(
@@ -49,8 +50,8 @@ def live(text: str, ctx: Context, node: str | None) -> list[Finding]:
                 f"LLDP neighbours unreadable, cabling not checked: {exc}",
                 remediation="start lldpd on the host (and LLDP on the switch ports)",
             )
-        ]
-    return [Finding("CAB-READ", Status.OK, subj, "LLDP neighbours read")]
+        ], None
+    return [Finding("CAB-READ", Status.OK, subj, "LLDP neighbours read")], parsed
 
 
 TOOL = Tool(

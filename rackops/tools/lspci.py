@@ -115,13 +115,14 @@ def _acs(parsed: Any, ctx: Context, node: str | None) -> list[Finding]:
     return out
 
 
-def live(text: str, ctx: Context, node: str | None) -> list[Finding]:
+def live(text: str, ctx: Context, node: str | None) -> tuple[list[Finding], Any]:
     """In a run, an HCA trained below its capability is the fleet stage's to name: it knows
     the HCA's RDMA device from host-facts, this output only its PCI address."""
-    from rackops.tools import evaluate
+    from rackops.tools import judged
 
-    out = [f for f in evaluate("lspci", text, ctx, node) if f.code != "PCIE-001"]
-    return out or [Finding("PCIE-000", Status.OK, Subject(node=node), "PCIe links read")]
+    found, parsed = judged("lspci", text, ctx, node)
+    out = [f for f in found if f.code != "PCIE-001"]
+    return out or [Finding("PCIE-000", Status.OK, Subject(node=node), "PCIe links read")], parsed
 
 
 FACTS_SOURCE = "lspci -vvv"

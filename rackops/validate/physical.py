@@ -120,12 +120,8 @@ class Physical:
             for name, rec in sorted(recs.items()):
                 if any(f["status"] == "ERROR" for f in rec["findings"]):
                     continue  # could not be read: an ERROR of that node already
-                text = self.rundir.read_raw(rec)  # under raw/, a regular file, size-limited
-                if text is None:
-                    continue
-                try:
-                    parsed = parse("lldpctl", text)
-                except ParseError:
+                parsed = self.rundir.parsed_output(rec)  # as the node stage parsed it
+                if parsed is None:
                     continue
                 node = self.cluster.node(name)
                 seen.update(seen_from_lldp(parsed, name, {h.netdev: h.device for h in node.hcas}))

@@ -23,6 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from rackops.names import NODE_RE
+from rackops.parsers import ParseError
+from rackops.tools import get as get_tool
+from rackops.tools import parse
 from rackops.validate.executor import CommandResult
 from rackops.validate.records import (
     OUTPUT,
@@ -86,6 +89,9 @@ class RunDir:
         # each record is appended. results.jsonl is its durable log, never re-read.
         self._results: list[dict[str, Any]] | None = None
         self.reads = 0  # how many times results.jsonl was read (a test counts it)
+        # the outputs this invocation's steps parsed, by step id: read by the stages after
+        # (cabling, fleet) without reading raw/ again
+        self._parsed: dict[str, Any] = {}
         if self.raw.is_symlink() or (self.raw.exists() and not self.raw.is_dir()):
             raise damaged(self.raw, None, None, "raw/ is not a directory of this run")
         self.raw.mkdir(parents=True, exist_ok=True)
@@ -109,6 +115,28 @@ class RunDir:
         except DamagedRunDir as exc:  # name the record that points at it
             raise damaged(self.path / rel, None, rec.get("id"), f"{key} {exc.why}") from None
         return data.decode(errors="replace")
+
+    def keep_parsed(self, step_id: str, parsed: Any) -> None:
+        with self._lock:
+            self._parsed[step_id] = parsed
+
+    def parsed_output(self, rec: dict[str, Any]) -> Any:
+        """A node record's output, parsed: as its step parsed it in this invocation, else
+        (a step an earlier invocation ran: --resume, a replay, a report) read from raw/ and
+        parsed by its tool. None where there is none: no output kept, or one its tool
+        cannot read (that step's own ERROR already says why)."""
+        with self._lock:
+            if rec["id"] in self._parsed:
+                return self._parsed[rec["id"]]
+        text = self.read_raw(rec)
+        if text is None:
+            return None
+        if get_tool(rec["tool"]).both_streams or not text.strip():
+            text += "\n" + (self.read_raw(rec, "stderr") or "")
+        try:
+            return parse(rec["tool"], text)
+        except ParseError:
+            return None
 
     def records(self) -> list[dict[str, Any]]:
         """Every record of the run, in the order recorded (the stages' shared result set:

@@ -107,7 +107,7 @@ class NodeStage(StageBase):
                     ],
                 )
             return
-        findings = self._judge(node, check.tool, result, check.timeout_s)
+        findings, parsed = self._judge(node, check.tool, result, check.timeout_s)
         meta: dict[str, Any] = {}
         phy = self.suite.checks.physical
         if get_tool(check.tool).settles and phy is not None and worst(findings) is Status.FAIL:
@@ -120,7 +120,7 @@ class NodeStage(StageBase):
                 if again.error is not None:
                     break
                 result, tries = again, tries + 1
-                findings = self._judge(node, check.tool, result, check.timeout_s)
+                findings, parsed = self._judge(node, check.tool, result, check.timeout_s)
             meta = {"hold_down_tries": tries}
         if "/" in check.name:  # a per-HCA check: its findings name the HCA and its port
             dev = check.name.split("/", 1)[1]
@@ -135,6 +135,8 @@ class NodeStage(StageBase):
                 for f in findings
             ]
         self._record(step, "node", node, check.tool, result, findings, meta)
+        if parsed is not None:  # the stages after (cabling, fleet) read it, not raw/ again
+            self.rundir.keep_parsed(step, parsed)
 
     def _gpus(self, node: str) -> int:
         """The node's GPU count (the inventory's, else its profile's: ``Node.gpus``)."""
@@ -199,7 +201,10 @@ class NodeStage(StageBase):
                 )
         return out
 
-    def _judge(self, node: str, tool: str, result: CommandResult, timeout: float) -> list[Finding]:
+    def _judge(
+        self, node: str, tool: str, result: CommandResult, timeout: float
+    ) -> tuple[list[Finding], Any]:
+        """The findings on one output, and its parse (None where there is none to keep)."""
         subj = Subject(node=node)
         if result.timed_out:
             return [
@@ -211,7 +216,7 @@ class NodeStage(StageBase):
                     remediation="the tool hangs: check the driver/daemon it talks to "
                     "(dmesg, nv-hostengine), then rerun",
                 )
-            ]
+            ], None
         if result.rc == 127:
             return [
                 Finding(
@@ -221,7 +226,7 @@ class NodeStage(StageBase):
                     f"{program_of(result.argv)} is not installed ({result.stderr.strip()})",
                     remediation="run the provisioning playbook for this tool",
                 )
-            ]
+            ], None
         if result.rc not in (0, None) and not (result.stdout + result.stderr).strip():
             return [
                 Finding(
@@ -232,21 +237,21 @@ class NodeStage(StageBase):
                     remediation="run it by hand on this node; check the driver or daemon it "
                     "talks to (dmesg)",
                 )
-            ]
+            ], None
         text = result.stdout
         if get_tool(tool).both_streams or not text.strip():
             text = result.stdout + "\n" + result.stderr
-        findings = judge_live(tool, text, self._ctx(node), node)
+        findings, parsed = judge_live(tool, text, self._ctx(node), node)
         said = _reason(result)
         if said is None:
-            return findings
+            return findings, parsed
         # an output that could not be read from a tool that failed: the tool's own words
         return [
             replace(f, message=f"{f.message} (exit {result.rc}: {said})")
             if f.code == "PARSE-000" and said not in f.message
             else f
             for f in findings
-        ]
+        ], parsed
 
 
 def _reason(result: CommandResult) -> str | None:
