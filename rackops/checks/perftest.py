@@ -97,6 +97,25 @@ def _errors(parsed: Perftest, subj: Subject) -> Finding:
     )
 
 
+MSG_RATE_TOLERANCE = 0.10  # perftest's BW and MsgRate columns agree well within this
+
+
+def _not_a_measurement(row: BwRow, bidir: bool, size: int, profile: Profile) -> str | None:
+    """Why a bandwidth row cannot be real, or None: a figure past the port's line rate (both
+    directions' for a bidirectional test), or one its own MsgRate column contradicts
+    (messages per second × message size is the bandwidth perftest prints)."""
+    line = profile.hca.rate_gbps * (2 if bidir else 1)
+    for label, bw in (("average", row.bw_avg_gbps), ("peak", row.bw_peak_gbps)):
+        if bw is not None and bw > line:
+            return f"({label} above the port's line rate of {line:g} Gb/s)"
+    if row.msg_rate_mpps and row.bw_avg_gbps:
+        implied = row.msg_rate_mpps * size * 8 / 1000
+        off = abs(implied - row.bw_avg_gbps)
+        if off > max(MSG_RATE_TOLERANCE * max(implied, row.bw_avg_gbps), 1.0):  # 1: rounding
+            return f"(its MsgRate column, {row.msg_rate_mpps:g} Mpps, says {implied:.2f} Gb/s)"
+    return None
+
+
 def _bandwidth(row: BwRow, bidir: bool, size: int, profile: Profile, subj: Subject) -> Finding:
     t = profile.thresholds
     floor = t.ib_write_bw_bidir_gbps_min if bidir else t.ib_write_bw_gbps_min
@@ -112,6 +131,19 @@ def _bandwidth(row: BwRow, bidir: bool, size: int, profile: Profile, subj: Subje
             "perftest could not time the run (its CPU clock calibration failed)",
             remediation="re-run; on a VM use a reliable TSC (tsc=reliable, invtsc), pin the "
             "test to one CPU, and keep other load off the host",
+        )
+    garbage = _not_a_measurement(row, bidir, size, profile)
+    if garbage is not None:
+        return Finding(
+            "PERF-006",
+            Status.ERROR,
+            subj,
+            f"{what} {row.bw_avg_gbps:.6g} Gb/s at {size} B {garbage}: not a measurement, "
+            "the output is garbled",
+            row.bw_avg_gbps,
+            None,
+            "Gb/s",
+            "re-run the test and keep its whole output; if it repeats, report the output",
         )
     if row.bw_avg_gbps < floor:
         return Finding(

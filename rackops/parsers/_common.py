@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from typing import Any
 
@@ -172,6 +173,32 @@ def need(condition: object, message: str) -> None:
     """Raise the parsers' error unless ``condition`` holds."""
     if not condition:
         raise ParseError(message)
+
+
+def non_finite(value: Any, where: str = "") -> tuple[str, float] | None:
+    """The first NaN or ±inf in a parsed output (its dataclasses, tuples, lists and dicts),
+    with where it sits (``rows[0].bw_avg_gbps``), or None: every figure a tool prints is a
+    finite number, so one that is not is a garbled output, whichever parser read it."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else (where or "a figure", value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for f in dataclasses.fields(value):
+            bad = non_finite(getattr(value, f.name), f"{where}.{f.name}" if where else f.name)
+            if bad is not None:
+                return bad
+    elif isinstance(value, tuple | list):
+        for i, v in enumerate(value):
+            if isinstance(v, str | int):
+                continue
+            bad = non_finite(v, f"{where}[{i}]")
+            if bad is not None:
+                return bad
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            bad = non_finite(v, f"{where}[{k!r}]")
+            if bad is not None:
+                return bad
+    return None
 
 
 def as_jsonable(value: Any) -> Any:

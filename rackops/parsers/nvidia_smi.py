@@ -403,6 +403,9 @@ _NV_ERROR = re.compile(
 )
 
 
+_NV_SPEED = re.compile(r"(\d+(?:\.\d+)?)\s*GB/s", re.I)  # an active link's speed
+
+
 def parse_smi_nvlink(text: str) -> SmiNvlink:
     gpus: list[list[Any]] = []
     errors: list[str] = []
@@ -419,7 +422,14 @@ def parse_smi_nvlink(text: str) -> SmiNvlink:
                 continue
             status = link[1]
             inactive = "inactive" in status.lower() or is_na(status)
-            gpus[-1][3].append(NvLink(link[0], not inactive, None if inactive else num(status)))
+            speed = None if inactive else _NV_SPEED.fullmatch(status.strip())
+            if not inactive and speed is None:  # "nan GB/s", "inf GB/s", a cut figure
+                raise ParseError(
+                    f"GPU {gpus[-1][0]} link {link[0]}: {status.strip()[:40]!r} is not a "
+                    "finite number of GB/s: a garbled output"
+                )
+            gbs = None if speed is None else float(speed.group(1))
+            gpus[-1][3].append(NvLink(link[0], not inactive, gbs))
         elif _NV_ERROR.search(line):
             errors.append(line)
         elif gpus:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from rackops.errors import RackopsError
 from rackops.findings import Finding, Status, Subject
-from rackops.parsers._common import MAX_INPUT_CHARS, ParseError, check_limits, plain
+from rackops.parsers._common import MAX_INPUT_CHARS, ParseError, check_limits, non_finite, plain
 from rackops.tools.base import Binary, Context, NodeCheck, Tool
 
 if TYPE_CHECKING:
@@ -89,12 +89,17 @@ def parse(tool: str, text: str) -> Any:
         raise ParseError("the output is empty")
     check_limits(text)  # size and line length, before any parser or regex sees it
     try:
-        return t.parse(text)
+        parsed = t.parse(text)
     except ParseError:
         raise
     except _BUGS as exc:
         # A parser bug or an output layout nobody has seen: never a traceback, never a pass.
         raise ParseError(f"unreadable {tool} output ({type(exc).__name__}: {exc})") from exc
+    bad = non_finite(parsed)
+    if bad is not None:  # NaN or ±inf as printed ("1e999" too): no tool measures that
+        where, value = bad
+        raise ParseError(f"{tool}: {where} is {value}, not a finite number: a garbled output")
+    return parsed
 
 
 # What a parser or a check fed a layout nobody has seen may raise (xml's ParseError is a
