@@ -18,7 +18,7 @@ from rackops import __version__
 from rackops.diagnostics import printable
 from rackops.errors import ExitCode, InputError, RackopsError
 from rackops.names import slurm_names_problem
-from rackops.parsers._common import MAX_INPUT_CHARS
+from rackops.parsers._common import MAX_INPUT_CHARS, finite_json
 
 if TYPE_CHECKING:
     from rackops.diagnostics import Diagnostic
@@ -32,6 +32,12 @@ class _Parser(argparse.ArgumentParser):
         self.print_usage(sys.stderr)
         print(f"{self.prog}: error: {message}", file=sys.stderr)
         raise SystemExit(ExitCode.USAGE)
+
+
+def json_text(data: Any, **kw: Any) -> str:
+    """What rackops prints as JSON: always JSON (NaN and ±inf, which no reader takes, as
+    null)."""
+    return json.dumps(finite_json(data), allow_nan=False, **kw)
 
 
 def _cmd_lint(args: argparse.Namespace) -> int:
@@ -104,7 +110,7 @@ def _cmd_parse(args: argparse.Namespace) -> int:
         return ExitCode.UNREADABLE
     data = as_jsonable(result)
     if args.format == "json":
-        print(json.dumps(data, indent=2, sort_keys=True))
+        print(json_text(data, indent=2, sort_keys=True))
     else:
         import yaml
 
@@ -121,7 +127,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     verdict = worst(findings)
     if args.format == "json":
         print(
-            json.dumps(
+            json_text(
                 {"verdict": verdict.value, "findings": [f.as_dict() for f in findings]}, indent=2
             )
         )
@@ -368,11 +374,11 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
         report, verdict, cmp = write_reports(RunDir(path), RunDir(Path(args.compare)))
         assert cmp is not None
-        print(json.dumps(cmp, indent=2) if args.format == "json" else compare.summary(cmp))
+        print(json_text(cmp, indent=2) if args.format == "json" else compare.summary(cmp))
         # worse beyond noise is a warning even where the new run is accepted
         return max(verdict.exit_code, ExitCode.WARNINGS if cmp["regressed"] else 0)
     report, verdict, _ = write_reports(RunDir(path))
-    print(json.dumps(report, indent=2) if args.format == "json" else summary(report))
+    print(json_text(report, indent=2) if args.format == "json" else summary(report))
     return verdict.exit_code
 
 

@@ -65,3 +65,39 @@ def test_a_bandwidth_past_the_line_rate_is_an_error_not_a_pass(bw: str) -> None:
     assert worst(found) is Status.ERROR, found
     assert any("line rate" in f.message for f in found), [f.message for f in found]
     json.dumps([f.as_dict() for f in found], allow_nan=False)
+
+
+def _no_constants(name: str) -> None:
+    raise AssertionError(f"{name} in JSON rackops wrote")
+
+
+@pytest.mark.parametrize("nodes", [8, 64])
+@pytest.mark.parametrize("figure", [1.7e308, 1e308])
+def test_a_huge_finite_figure_never_breaks_the_report(
+    tmp_path: Path, figure: float, nodes: int
+) -> None:
+    """A finite but absurd link figure (the overflow probe): the report is still written,
+    every JSON file rackops writes is JSON (no Infinity), and the actions file exists."""
+    from rackops.validate.report import write_reports
+    from rackops.validate.rundir import RunDir
+    from rackops.validate.synthrun import make_run
+
+    run = make_run(tmp_path / "run", nodes=nodes, seed=3)
+    lines = (run / "results.jsonl").read_text().splitlines()
+    out = []
+    hit = False
+    for line in lines:
+        rec = json.loads(line)
+        if rec["kind"] == "pair" and not hit and "bw_gbps" in rec.get("meta", {}):
+            rec["meta"]["bw_gbps"] = figure
+            for f in rec["findings"]:
+                if f.get("unit") == "Gb/s":
+                    f["observed"] = figure
+            hit = True
+        out.append(json.dumps(rec))
+    assert hit
+    (run / "results.jsonl").write_text("\n".join(out) + "\n")
+    write_reports(RunDir(run))
+    for name in ("report.json",):
+        json.loads((run / name).read_text(), parse_constant=_no_constants)
+    assert (run / "report.html").is_file() and (run / "actions.sh").is_file()

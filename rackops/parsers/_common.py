@@ -201,6 +201,17 @@ def non_finite(value: Any, where: str = "") -> tuple[str, float] | None:
     return None
 
 
+def finite_json(value: Any) -> Any:
+    """``value`` with every NaN or ±inf float as None (JSON has no such numbers)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite_json(v) for v in value]
+    return value
+
+
 def as_jsonable(value: Any) -> Any:
     """Frozen dataclasses (and tuples of them) → plain JSON-ready structures."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):

@@ -24,6 +24,7 @@ from typing import Any
 
 from rackops.names import NODE_RE
 from rackops.parsers import ParseError
+from rackops.parsers._common import finite_json
 from rackops.tools import get as get_tool
 from rackops.tools import parse
 from rackops.validate.executor import CommandResult
@@ -250,7 +251,10 @@ class RunDir:
                 self._results.append(kept)
 
     def write_json(self, name: str, data: Any) -> None:
-        self._replace(self.path / name, json.dumps(data, indent=2, sort_keys=True) + "\n")
+        """A JSON file of the run directory: always JSON (a figure that is not a finite
+        number, which no reader could take back, is written as null)."""
+        text = json.dumps(finite_json(data), indent=2, sort_keys=True, allow_nan=False)
+        self._replace(self.path / name, text + "\n")
 
     def read_json(self, name: str, limit: int = MAX_JSON_BYTES) -> Any:
         """A JSON file of the run directory, checked as far as rackops knows what it holds:

@@ -65,7 +65,7 @@ def rail_distribution(
         top = 8 + i * ROW_H
         counts = [0] * BINS
         for v, _ in by_rail[rail]:
-            counts[max(0, min(BINS - 1, int((v - lo) / (hi - lo) * BINS)))] += 1
+            counts[_bin(v, lo, hi)] += 1
         peak = max(counts)
         out.append(f'<text x="4" y="{top + ROW_H / 2 + 4:.0f}" font-size="11">rail {rail}</text>')
         bar_w = plot_w / BINS
@@ -119,6 +119,15 @@ def rail_distribution(
         f"{hi:.4g} {_esc(unit)}</text></svg>"
     )
     return "".join(out)
+
+
+def _bin(v: float, lo: float, hi: float) -> int:
+    """The histogram bin of ``v``: one past the axis (1.7e308 Gb/s from a garbled output,
+    where the arithmetic overflows) is in the edge bin."""
+    b = (v - lo) / (hi - lo) * BINS
+    if not math.isfinite(b):
+        return 0 if v < lo else BINS - 1
+    return max(0, min(BINS - 1, int(b)))
 
 
 def _axis(values: list[float], lines: list[float]) -> tuple[float, float] | None:
