@@ -233,3 +233,41 @@ def test_a_cut_port_view_is_an_error_not_a_pass(
     rc = _cli(tmp_path, "--interval-s", "600", "--format", "json")
     errors = [f for f in _report(capsys)["findings"] if f["status"] == "ERROR"]
     assert rc == 3 and any("lldp.txt" in f["message"] and "cut" in f["message"] for f in errors)
+
+
+@pytest.mark.parametrize(
+    ("switch", "port", "file", "real", "garbled"),
+    [
+        # an NVUE FCS counter printed as a decimal: not a count
+        ("leaf-r4", "swp2", "swp2.counters.txt", "FCS Errors     5000     n/a",
+         "FCS Errors     5000.0   n/a"),
+        # EOS fcsErrors and inErrors gone from the after read
+        ("leaf-r7", "Ethernet6/1", "errors.json", '"fcsErrors"', '"fcsErrorsX"'),
+        ("leaf-r7", "Ethernet6/1", "errors.json", '"inErrors"', '"inErrorsX"'),
+    ],
+)  # fmt: skip
+def test_a_garbled_or_vanished_counter_is_an_error_never_ok(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    switch: str,
+    port: str,
+    file: str,
+    real: str,
+    garbled: str,
+) -> None:
+    """The after read holds 5,000 FCS errors the parser cannot take as a count, or has
+    lost the counter: that port's judgement is an ERROR, never OK (issue 41)."""
+    _write(tmp_path / "before", 0, {})
+    _write(tmp_path / "after", 1, {(switch, port): {"crc_errors": 5000}})
+    f = tmp_path / "after" / switch / file
+    text = f.read_text()
+    assert real in text, text[:800]
+    if "Errors" in real and switch == "leaf-r7":  # both of EOS's error counters gone
+        text = text.replace('"fcsErrors"', '"fcsErrorsX"').replace('"inErrors"', '"inErrorsX"')
+    f.write_text(text.replace(real, garbled))
+    rc = _cli(tmp_path, "--interval-s", "600", "--format", "json")
+    report = _report(capsys)
+    bad = _bad(report)
+    assert (switch, port) in bad, bad
+    assert {x["status"] for x in bad[(switch, port)]} == {"ERROR"}, bad[(switch, port)]
+    assert rc in (2, 3)

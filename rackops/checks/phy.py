@@ -63,6 +63,7 @@ class PortSample:
     counters: dict[str, int]
     missing: tuple[str, ...] = ()  # counters the host does not expose (their real names)
     saturated: tuple[str, ...] = ()
+    garbled: tuple[str, ...] = ()  # counters printed as something other than a count
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -70,6 +71,7 @@ class PortSample:
             "counters": self.counters,
             "missing": list(self.missing),
             "saturated": list(self.saturated),
+            "garbled": list(self.garbled),
         }
 
     @classmethod
@@ -79,6 +81,7 @@ class PortSample:
             {k: int(v) for k, v in d["counters"].items()},
             tuple(d.get("missing", ())),
             tuple(d.get("saturated", ())),
+            tuple(d.get("garbled", ())),
         )
 
 
@@ -179,6 +182,19 @@ def judge_counters(
     """Findings on what grew between the two snapshots of one port. Bit error rates are per
     *line* bit (the link's rate × the interval: FEC and the PCS see every bit on the wire,
     traffic or idle), falling back to the payload received when the rate is unknown."""
+    unread = _unread(before, after, names)
+    if unread is not None:  # a count the read lost or garbled: what grew there is unknown
+        return [
+            Finding(
+                "PHY-017",
+                Status.ERROR,
+                subj,
+                unread,
+                action="rerun",
+                remediation="read the port's counters again, whole; if the switch "
+                "prints them so, report its output",
+            )
+        ]
     d = {k: after.counters[k] - before.counters[k] for k in after.counters if k in before.counters}
     report.delta.update(d)
     report.absolute.update(after.counters)
@@ -213,6 +229,22 @@ def judge_counters(
         line_bits,
     )
     return [f for rule in COUNTER_RULES for f in rule(g, before)]
+
+
+def _unread(before: PortSample, after: PortSample, names: dict[str, str] | None) -> str | None:
+    """Why this port's counters cannot be judged at all, or None: a counter read as
+    something other than a count (``5000.0``), or one read before the run and gone from the
+    read after it (a cut or garbled output hides whatever grew there)."""
+    label = names or (IB_NAMES if after.family == "ib" else ROCE_NAMES)
+    garbled = sorted(set(before.garbled) | set(after.garbled))
+    if garbled:
+        which = ", ".join(label.get(k, k) for k in garbled)
+        return f"counters not printed as counts, not judged: {which}"
+    gone = sorted(set(before.counters) - set(after.counters) - set(after.missing))
+    if gone:
+        which = ", ".join(label.get(k, k) for k in gone)
+        return f"read before the run and missing from the read after it, not judged: {which}"
+    return None
 
 
 def _unjudged(g: _Grew, before: PortSample) -> list[Finding]:

@@ -54,22 +54,33 @@ EOS_NAMES = {
 }
 NAMES = {"sonic": SONIC_NAMES, "cumulus": NVUE_NAMES, "eos": EOS_NAMES}
 
-Counts = dict[str, dict[str, int]]  # port -> normalised counter -> value
+
+class _Reads:
+    """One switch's counters as read: port -> normalised counter -> count, and per port the
+    counters printed as something other than a count (never dropped: the port's judgement
+    is an ERROR that names them)."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, dict[str, int]] = {}
+        self.garbled: dict[str, list[str]] = {}
+
+    def put(self, port: str, key: str, v: Any) -> None:
+        if v is None:
+            return  # not printed (n/a): not exposed, which the port's judgement says
+        if isinstance(v, int) and not isinstance(v, bool) and v >= 0:
+            self.counts.setdefault(port, {})[key] = v
+        else:  # 5000.0, a word, a negative count: printed, but not a count
+            self.garbled.setdefault(port, []).append(key)
 
 
-def _put(out: Counts, port: str, key: str, v: Any) -> None:
-    if isinstance(v, int) and not isinstance(v, bool):
-        out.setdefault(port, {})[key] = v
-
-
-def _sonic(p: SonicCounters, prio: int, out: Counts) -> None:
+def _sonic(p: SonicCounters, prio: int, out: _Reads) -> None:
     by_name = {v: k for k, v in SONIC_NAMES.items()}
     for port, row in p.ports.items():
         for name, v in row.items():
             if name in by_name:
-                _put(out, port, by_name[name], v)
+                out.put(port, by_name[name], v)
         for d in ("rx", "tx"):
-            _put(out, port, f"pause_{d}_p{prio}", row.get(f"{d}_PFC{prio}"))
+            out.put(port, f"pause_{d}_p{prio}", row.get(f"{d}_PFC{prio}"))
     for port, queues in p.queues.items():
         marked = [
             q.get("EcnMarked/pkts", q.get("ecnmarkedpacket"))
@@ -77,31 +88,29 @@ def _sonic(p: SonicCounters, prio: int, out: Counts) -> None:
             if name == f"UC{prio}"
         ]
         if marked:
-            _put(out, port, "ecn_marked", marked[0])
+            out.put(port, "ecn_marked", marked[0])
 
 
-def _nvue(port: str, p: NvueCounters, prio: int, out: Counts) -> None:
+def _nvue(port: str, p: NvueCounters, prio: int, out: _Reads) -> None:
     for key, name in NVUE_NAMES.items():
-        _put(out, port, key, p.values.get(name))
+        out.put(port, key, p.values.get(name))
     for d in ("rx", "tx"):
-        _put(
-            out, port, f"pause_{d}_p{prio}", p.values.get(f"{d}-stats.{d}-pfc-stats.pause-packets")
-        )
-    _put(out, port, "ecn_marked", p.values.get("tx-stats.tx-ecn-stats.ecn-marked-packets"))
+        out.put(port, f"pause_{d}_p{prio}", p.values.get(f"{d}-stats.{d}-pfc-stats.pause-packets"))
+    out.put(port, "ecn_marked", p.values.get("tx-stats.tx-ecn-stats.ecn-marked-packets"))
 
 
-def _eos(p: EosCounters, prio: int, out: Counts) -> None:
+def _eos(p: EosCounters, prio: int, out: _Reads) -> None:
     by_name = {v: k for k, v in EOS_NAMES.items()}
     for port, row in p.ports.items():
         for name, v in row.items():
             if name in by_name:
-                _put(out, port, by_name[name], v)
+                out.put(port, by_name[name], v)
         if p.kind == "pfc":
-            _put(out, port, f"pause_rx_p{prio}", row.get("rxFrames"))
-            _put(out, port, f"pause_tx_p{prio}", row.get("txFrames"))
+            out.put(port, f"pause_rx_p{prio}", row.get("rxFrames"))
+            out.put(port, f"pause_tx_p{prio}", row.get("txFrames"))
     if p.kind == "ecn":
         for port, queues in p.queues.items():
-            _put(out, port, "ecn_marked", queues.get(str(prio)))
+            out.put(port, "ecn_marked", queues.get(str(prio)))
 
 
 def samples(
@@ -109,15 +118,21 @@ def samples(
 ) -> dict[str, PortSample]:
     """One switch's parsed outputs → its ports' samples. ``outputs``: (the port an NVUE output
     is of, or "", parsed). Only the design's ports are kept (the rest carry no cable)."""
-    counts: Counts = {}
+    reads = _Reads()
     for port, parsed in outputs:
         if isinstance(parsed, SonicCounters):
-            _sonic(parsed, roce_priority, counts)
+            _sonic(parsed, roce_priority, reads)
         elif isinstance(parsed, NvueCounters):
-            _nvue(port, parsed, roce_priority, counts)
+            _nvue(port, parsed, roce_priority, reads)
         elif isinstance(parsed, EosCounters):
-            _eos(parsed, roce_priority, counts)
-    return {p: PortSample(sw.os, c) for p, c in counts.items() if p in sw.ports}
+            _eos(parsed, roce_priority, reads)
+    ports = (set(reads.counts) | set(reads.garbled)) & set(sw.ports)
+    return {
+        p: PortSample(
+            sw.os, reads.counts.get(p, {}), garbled=tuple(sorted(reads.garbled.get(p, ())))
+        )
+        for p in ports
+    }
 
 
 def cables(cluster: Cluster, sw: Switch) -> dict[str, Subject]:

@@ -329,6 +329,7 @@ PORT_SAMPLE: Spec = {  # a snapshot before the run
     "counters": (True, map_of(integer)),
     "missing": (False, list_of(name)),
     "saturated": (False, list_of(name)),
+    "garbled": (False, list_of(name)),
 }
 PAIR_META: Spec = {
     "server": (True, node_name),
