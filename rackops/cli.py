@@ -452,10 +452,12 @@ def _render_diff(cluster: Cluster, args: argparse.Namespace, out: Path) -> int:
             effect = diff_ports(READERS[sw.os](_primary(files)), READERS[sw.os](text))
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise InputError(f"{path}: cannot read as a {sw.os} running config: {exc}") from exc
-        folder = out / "switches" / sw.name
-        (folder / "changes.txt").write_text("".join(f"{x}\n" for x in lines))
+        from rackops.outdir import write_under
+
+        folder = Path("switches", sw.name)  # under -o, through no planted link
+        write_under(out, folder / "changes.txt", "".join(f"{x}\n" for x in lines))
         for fname, body in push.items():
-            (folder / fname).write_text(body)
+            write_under(out, folder / fname, body)
         for line in lines:
             print(f"{sw.name} {line}")
         for line in effect:

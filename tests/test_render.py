@@ -368,3 +368,27 @@ def test_an_empty_pfc_override_means_no_pfc_never_the_racks(roce: Rack) -> None:
     roce.hostvar("leaf-r0", "rackops_switch_qos", {"pfc_priorities": []})
     errors = {(d.code, d.subject) for d in roce.lint().diagnostics if d.level.value == "ERROR"}
     assert {("C-13", "leaf-r0"), ("C-45", "leaf-r0")} <= errors, errors
+
+
+def test_render_never_writes_through_a_link_planted_in_its_output(tmp_path: Path) -> None:
+    """`render -o` into a directory holding `hosts -> outside/` and a switch file linked to
+    a victim (a planted link is one `git clone` away in a checkout): nothing is written
+    outside `-o`, the victim is untouched, and the run says which link it refused."""
+    out, outside = tmp_path / "out", tmp_path / "outside"
+    out.mkdir()
+    outside.mkdir()
+    victim = tmp_path / "victim"
+    victim.write_text("keep me\n")
+    (out / "hosts").symlink_to(outside, target_is_directory=True)
+    inv = str(ROOT / "inventories/example-roce")
+    assert main(["render", "-i", inv, "-o", str(out)]) == 64
+    assert list(outside.iterdir()) == []
+    (out / "hosts").unlink()
+    leaf = out / "switches" / "leaf-r1"
+    leaf.mkdir(parents=True, exist_ok=True)
+    (leaf / "config_db.json").unlink(missing_ok=True)  # what the refused run wrote
+    (leaf / "config_db.json").symlink_to(victim)
+    assert main(["render", "-i", inv, "-o", str(out)]) == 0
+    assert victim.read_text() == "keep me\n"
+    assert not (leaf / "config_db.json").is_symlink()  # replaced by the rendered file
+    assert json.loads((leaf / "config_db.json").read_text())

@@ -18,6 +18,7 @@ from rackops.design import node_design
 from rackops.diagnostics import Diagnostic, Level
 from rackops.inventory.model import Cluster
 from rackops.names import safe_file_stem
+from rackops.outdir import write_under
 from rackops.render import diff, nvue, sonic
 from rackops.render.verify import READERS, check_ports
 from rackops.render.view import RenderError, SwitchView, host_view, switch_view
@@ -223,14 +224,11 @@ def render_all(
             f"for {sw.name} ({sw.os}); do not edit, re-render\n"
         )
         for fname, text in files.items():
-            path = output_file(out / "switches", sw.name) / fname
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
-            written.append(path)
+            output_file(out / "switches", sw.name)  # a plain name (the second guard)
+            written.append(write_under(out, Path("switches", sw.name, fname), text))
     if only is None:
         for node in cluster.nodes:
-            path = output_file(out / "hosts", node.name, ".yaml")
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(render_host(cluster, node.name))
-            written.append(path)
+            output_file(out / "hosts", node.name, ".yaml")
+            path = Path("hosts", f"{node.name}.yaml")
+            written.append(write_under(out, path, render_host(cluster, node.name)))
     return written, problems
