@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rackops import __version__
-from rackops.diagnostics import printable
+from rackops.diagnostics import TerminalSafe, printable
 from rackops.errors import ExitCode, InputError, RackopsError
 from rackops.names import slurm_names_problem
 from rackops.parsers._common import MAX_INPUT_CHARS, finite_json
@@ -901,6 +901,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if func is None:
         parser.print_help()
         return ExitCode.USAGE
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = TerminalSafe(out), TerminalSafe(err)
+    try:
+        return _run(func, args)
+    finally:
+        sys.stdout, sys.stderr = out, err
+
+
+def _run(func: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
     try:
         return func(args)
     except RackopsError as exc:

@@ -20,6 +20,32 @@ def printable(text: str) -> str:
     return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
 
 
+_TERMINAL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+class TerminalSafe:
+    """A text stream that writes what a terminal would act on (ESC, BEL, CR, C1 controls
+    such as U+009B) as escapes: every command prints through it, so a tool's output, a
+    file name or a neighbour's name can neither move the cursor nor forge a line's start
+    over another. Newlines and tabs pass."""
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+
+    def write(self, text: str) -> int:
+        self.raw.write(_TERMINAL.sub(lambda m: repr(m.group())[1:-1], text))
+        return len(text)
+
+    def flush(self) -> None:
+        self.raw.flush()
+
+    def isatty(self) -> bool:
+        return bool(getattr(self.raw, "isatty", lambda: False)())
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.raw, name)
+
+
 class Level(StrEnum):
     ERROR = "ERROR"
     WARNING = "WARNING"

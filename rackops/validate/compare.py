@@ -13,7 +13,7 @@ import math
 from typing import Any
 
 from rackops.names import natural_key
-from rackops.validate.records import is_number
+from rackops.validate.records import is_number, one_line
 
 # a figure that moved by less than this is run-to-run noise (perftest and NCCL repeat
 # within 1-3 % on a healthy fabric; GEMM and HBM within 1-2 %)
@@ -184,4 +184,4 @@ def summary(cmp: dict[str, Any]) -> str:
         f"{len(cmp['untested'])} not tested again, "
         f"{len(cmp['regressed'])} regressed beyond {cmp['noise_pct']:g} % noise"
     )
-    return "\n".join(lines)
+    return "\n".join(one_line(x) for x in lines)  # a field's ESC, BEL or newline: never raw

@@ -14,6 +14,7 @@ Host keys are verified against known_hosts unless new keys are explicitly accept
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -32,6 +33,11 @@ from rackops.validate.executor import (
     Unreachable,
     remote_command,
 )
+
+# paramiko logs what it does not raise (a refused channel: "Secsh channel 49 open FAILED")
+# through logging's last-resort handler, onto the run's terminal; what matters of it reaches
+# the run as an error of the step. Nothing of the library's own is printed.
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
 SSH_INFO = LauncherInfo(
     "ssh",
