@@ -229,10 +229,7 @@ def up(
         )
         systemd = True
     else:
-        # another lab on this machine (another checkout's, or one killed and left behind) is
-        # refused before anything of this one exists: its failed start has nothing to undo
-        for subnet in _subnets(spec.gpus):
-            _refuse_subnet_in_use(subnet)
+        _refuse_another_lab(spec.gpus)
         engine.configure()
         if engine_name == "podman":  # before any podman networking, including image builds
             snapshot(wd / "host-before.json")
@@ -483,6 +480,14 @@ def _network_names(rails: int = RAILS) -> list[str]:
     address ... is already allocated")."""
     token = os.urandom(3).hex()
     return [f"{PREFIX}-{token}-mgmt"] + [f"{PREFIX}-{token}-rail{r}" for r in range(rails)]
+
+
+def _refuse_another_lab(rails: int) -> None:
+    """Another container lab on this machine (another checkout's, or one killed and left
+    behind) is refused before anything of this one exists: its failed start has nothing to
+    undo, so it never takes the other lab's networks down with it."""
+    for subnet in _subnets(rails):
+        _refuse_subnet_in_use(subnet)
 
 
 def _subnets(rails: int) -> list[str]:

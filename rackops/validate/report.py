@@ -274,15 +274,10 @@ def _ports(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _nccl_curve(run: RunDir, rec: dict[str, Any]) -> dict[str, Any] | None:
-    from rackops.parsers import ParseError
-    from rackops.tools import parse
-
-    text = run.read_raw(rec)  # inside the run directory, a regular file, size-limited
-    if text is None:
-        return None
-    try:
-        parsed = parse("nccl-tests", text)
-    except ParseError:
+    # as the run parsed it, else read from raw/ (inside the run directory, a regular file,
+    # size-limited) and parsed once however many records name the file
+    parsed = run.parsed_output({**rec, "tool": "nccl-tests"})
+    if parsed is None:
         return None
     floors = (f.get("expected") for f in rec["findings"])
     floor = next((x for x in floors if is_number(x) and x > 0), None)

@@ -129,6 +129,18 @@ class RunDir:
         with self._lock:
             if rec["id"] in self._parsed:
                 return self._parsed[rec["id"]]
+        # records naming one file (a run directory may: 61 records, one 5 MiB output) are
+        # read and parsed once: the cost of a run directory is its files, not its records
+        key = f"{rec['tool']}\0{rec.get('stdout')}\0{rec.get('stderr')}"
+        with self._lock:
+            if key in self._parsed:
+                return self._parsed[key]
+        parsed = self._parse_raw(rec)
+        with self._lock:
+            self._parsed[key] = parsed
+        return parsed
+
+    def _parse_raw(self, rec: dict[str, Any]) -> Any:
         text = self.read_raw(rec)
         if text is None:
             return None
@@ -136,7 +148,7 @@ class RunDir:
             text += "\n" + (self.read_raw(rec, "stderr") or "")
         try:
             return parse(rec["tool"], text)
-        except ParseError:
+        except (ParseError, KeyError):  # unreadable, or no tool of that name parses it
             return None
 
     def records(self) -> list[dict[str, Any]]:
