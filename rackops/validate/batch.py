@@ -2,7 +2,9 @@
 ``ethtool -S`` per cabled HCA, hw_counters, mlxlink, ``ethtool -m``, ibstat) costs one
 round trip instead of a dozen.
 
-The commands run at once (each reads its own device), each under its own ``timeout`` with
+The commands run side by side, at most ``PARALLEL`` at a time (each reads its own device; a
+node's thirty reads all at once made a loaded host miss their timeouts), each under its own
+``timeout`` with
 stderr folded into stdout (perfquery prints its error to stdout and its warnings to
 stderr; the parser wants both), into a private temporary directory; when all are done
 their outputs are printed in order between marker lines that carry the key and the exit
@@ -29,17 +31,29 @@ class Part:
     text: str
 
 
+PARALLEL = 8  # commands of one batch running at once: a node's 30-odd reads never all at once
+
+
 def script(commands: Sequence[tuple[str, Sequence[str]]], timeout_s: float) -> tuple[str, ...]:
-    """argv of one ``sh -c`` that runs every (key, argv) at once and prints them in order."""
+    """argv of one ``sh -c`` that runs every (key, argv), at most ``PARALLEL`` at a time, and
+    prints them in order. A slot frees as soon as its command ends, so one hung read holds
+    one slot for its timeout, never the others."""
     lines = ["d=$(mktemp -d) || exit 1", "trap 'rm -rf \"$d\"' EXIT"]
     for i, (key, argv) in enumerate(commands):
         if not _KEY.match(key):
             raise ValueError(f"batch key {key!r} must be a plain word")
         cmd = " ".join(shlex.quote(a) for a in argv)
+        lines += [
+            f"cat > \"$d/{i}.sh\" <<'{_EOF}'",
+            f"exec timeout -k 2 {timeout_s:g} {cmd}",
+            _EOF,
+        ]
+    if commands:
         lines.append(
-            f'( timeout -k 2 {timeout_s:g} {cmd} > "$d/{i}" 2>&1; echo $? > "$d/{i}.rc" ) &'
+            f"i=0; while [ $i -lt {len(commands)} ]; do echo $i; i=$((i + 1)); done | "
+            f"xargs -P {PARALLEL} -I{{}} sh -c "
+            '\'sh "$1/{}.sh" > "$1/{}" 2>&1; echo $? > "$1/{}.rc"\' _ "$d"'
         )
-    lines.append("wait")
     for i, (key, _) in enumerate(commands):
         # the end marker starts on a line of its own: split() takes that one newline back,
         # so an output that did not end in one (cut off) still does not
@@ -48,6 +62,9 @@ def script(commands: Sequence[tuple[str, Sequence[str]]], timeout_s: float) -> t
             f'printf \'\\n{MARK}-rc %s\\n\' "$(cat "$d/{i}.rc" 2>/dev/null)"'
         )
     return ("sh", "-c", "\n".join(lines))
+
+
+_EOF = "RACKOPS_BATCH_EOF"
 
 
 def split(stdout: str) -> dict[str, Part]:

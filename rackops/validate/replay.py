@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rackops.validate.batch import MARK
 from rackops.validate.executor import CommandResult, LauncherInfo, Target
 from rackops.validate.rundir import RunDir
 
@@ -53,8 +54,17 @@ class Reply:
         )
 
 
+# one command of a batch script (rackops.validate.batch), in either form it has had: each
+# read launched in the background with its redirections, or written to its own file
+_BATCH_CMD = re.compile(r'timeout -k 2 \S+ (.+?)(?: > "\$d/\d+" 2>&1; echo .*)?$')
+
+
 def key_of(argv: Sequence[str]) -> tuple[str, ...]:
-    """The argv without perftest's port (each run draws its own)."""
+    """The argv without perftest's port (each run draws its own); a batch script as the
+    commands it runs, however the script runs them (a recording answers a newer rackops)."""
+    if len(argv) == 3 and tuple(argv[:2]) == ("sh", "-c") and MARK in argv[2]:
+        cmds = [m.group(1) for ln in argv[2].splitlines() if (m := _BATCH_CMD.search(ln))]
+        return ("@batch", *cmds)
     out, skip = [], False
     for a in argv:
         if skip:
