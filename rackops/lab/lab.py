@@ -535,8 +535,7 @@ def _start(
     subnets = _subnets(state.rails)
     existing = set(engine.networks(PREFIX))
     for net, subnet in zip(nets, subnets, strict=True):
-        if net not in existing:
-            _refuse_subnet_in_use(subnet)
+        if net not in existing:  # its subnet was found free before anything was made (up)
             # Rails carry lab traffic only: internal networks need no NAT rules (faster).
             # No DNS: names come from --add-host, and no aardvark-dns daemon to clean up.
             internal = ["--internal"] if "rail" in net else []
