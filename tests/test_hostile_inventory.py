@@ -469,3 +469,63 @@ def test_a_symlinked_directory_is_scanned_like_the_rest(roce: Rack, tmp_path: Pa
     proc = _lint_limited(roce.path, timeout=60)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 64 and "bomb.yml" in out and "alias" in out, out[-2000:]
+
+
+# --- issue 41: host ranges counted as Ansible expands them; unreferenced values cost nothing
+
+
+@pytest.mark.parametrize(
+    "pattern, hosts",
+    [
+        ("x[a:Z][a:Z][0:7]", 21_632),  # a..z then A..Z: 52 letters, not a negative span
+        ("x[a:Z][a:Z][a:Z]", 140_608),
+        ("x[:9999][0:2]", 30_000),  # an empty start is 0
+        ("x[ab:yz][0:999]", 25_000),  # Ansible finds a multi-letter bound as a substring
+    ],
+    ids=["letters-past-z", "three-letter-ranges", "empty-start", "substring-bounds"],
+)
+def test_a_host_range_is_counted_as_ansible_expands_it(
+    pattern: str, hosts: int, roce: Rack
+) -> None:
+    (roce.path / "more.yml").write_text(
+        f"all:\n  children:\n    gpu_nodes:\n      hosts:\n        {pattern}: {{}}\n"
+    )
+    proc = _lint_limited(roce.path, timeout=60)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 64 and "Traceback" not in out, out[-2000:]
+    assert any("INV000" in x and f"{hosts + 14} hosts" in x for x in out.splitlines()), (
+        out
+    )  # the example's 4 nodes and 10 switches beside them
+
+
+@pytest.mark.parametrize(
+    "pattern, count",
+    [
+        ("node[01:16]", 16),
+        ("node[1:16:5]", 4),
+        ("leaf-[a:d]", 4),
+        ("x[a:Z]", 52),
+        ("x[Z:a]", 0),  # Ansible refuses begin > end: it names no host
+        ("x[a:z:0]", 0),  # step 0: Ansible's error, no host
+        ("x[0:9]-y[a:c]:2222", 30),  # a port after the ranges
+        ("plain", 1),
+        ("x[0:" + "9" * 4000 + "][0:" + "9" * 4000 + "]", 10**12),  # said as "at least"
+    ],
+)
+def test_host_range_counts(pattern: str, count: int) -> None:
+    from rackops.inventory.files import range_count
+
+    assert range_count(pattern) == count
+
+
+def test_an_unreferenced_alias_bomb_costs_nothing_per_host(roce: Rack) -> None:
+    """10^6 values in ~330 bytes (under the expanded-size bound), referenced by no template:
+    lint walked it once per templated host (minutes, a GiB)."""
+    levels = ["l0: &l0 [1,1,1,1,1,1,1,1,1,1]"] + [
+        f"l{i}: &l{i} [{','.join([f'*l{i - 1}'] * 10)}]" for i in range(1, 6)
+    ]
+    (roce.path / "group_vars/all/unused.yml").write_text("\n".join(levels) + "\n")
+    _through_site_mtu(roce, "{{ 9000 }}")
+    proc = _lint_limited(roce.path, mem_gib=1.0, timeout=20)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0 and "Traceback" not in out, out[-2000:]

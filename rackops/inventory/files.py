@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+import string
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ MAX_FILE_BYTES = 8 * 2**20
 MAX_FILES = 10_000
 MAX_YAML_NODES = 2_000_000  # after alias expansion: 8 MiB of YAML holds fewer than this
 MAX_DEPTH = 200
+COUNT_CEILING = 10**12  # a host count this large is said as "at least"
 MAX_HOSTS = 20_000  # nodes and switches of one inventory, host ranges counted expanded
 VARS_DIRS = ("group_vars", "host_vars")
 CODE_DIRS = ("vars_plugins", "inventory_plugins", "filter_plugins", "lookup_plugins", "plugins")
@@ -121,7 +123,8 @@ def scan(root: Path, display: Any = str) -> list[Diagnostic]:
             Diagnostic(
                 "INV000",
                 Level.ERROR,
-                f"{hosts} hosts (host ranges expanded), more than the {MAX_HOSTS} one inventory "
+                f"{hosts if hosts < COUNT_CEILING else f'at least {COUNT_CEILING}'} hosts "
+                f"(host ranges expanded), more than the {MAX_HOSTS} one inventory "
                 "may hold; split the rack, or check the host ranges ([01:16])",
                 display(root),
             )
@@ -292,20 +295,44 @@ def _bad_host_key(doc: yaml.Node) -> tuple[yaml.Node, str] | None:
     return None
 
 
-def _range_count(name: str) -> int:
-    """How many hosts an Ansible host pattern names: node[01:16] is 16, [a:c][1:2] is 6."""
+def range_count(name: str) -> int:
+    """How many hosts Ansible expands a host pattern to, counted without expanding it:
+    node[01:16] is 16, [a:c][1:2] is 6, [a:Z] is 52 (a..z then A..Z), and a range Ansible
+    refuses (begin after end, a step of 0, a bound that is no number) names none. Each rule
+    is ansible-core's ``expand_hostname_range``: the first ``[`` and ``]`` split the name,
+    the rest of the name repeats per value of the range."""
     count = 1
-    for m in _RANGE.finditer(name):
-        lo, hi, *step = m.group(0)[1:-1].split(":")
-        by = int(step[0]) if step and step[0].isdigit() and int(step[0]) > 0 else 1
-        if lo.isdigit() and hi.isdigit():
-            span = int(hi) - int(lo)
-        elif len(lo) == 1 and len(hi) == 1:
-            span = ord(hi) - ord(lo)
-        else:
-            span = 0
-        count *= max(span, 0) // by + 1
+    rest = name
+    while "[" in rest:
+        parts = rest.replace("[", "|", 1).replace("]", "|", 1).split("|")
+        if len(parts) != 3:
+            return 0
+        bounds = parts[1].split(":")
+        if len(bounds) not in (2, 3):
+            return 0
+        count *= _range_size(bounds[0] or "0", bounds[1], bounds[2] if len(bounds) == 3 else "1")
+        if count == 0:
+            return 0
+        count = min(count, COUNT_CEILING)  # x[0:9999...] repeated: an answer, not a bignum
+        rest = parts[2]
     return count
+
+
+def _range_size(beg: str, end: str, step: str) -> int:
+    if not end:
+        return 0
+    try:
+        by = int(step)
+        if by == 0:
+            return 0
+        try:  # a letter range: ascii_letters.index, which finds "ab" too
+            lo, hi = string.ascii_letters.index(beg), string.ascii_letters.index(end)
+            return 0 if lo > hi else len(string.ascii_letters[lo : hi + 1 : by])
+        except ValueError:
+            start, stop = int(beg), int(end) + 1
+            return max(0, (stop - start + by - (1 if by > 0 else -1)) // by)
+    except ValueError:  # not a number, or past Python's 4300 digits
+        return 0
 
 
 def _host_count(path: Path) -> int:
@@ -319,7 +346,7 @@ def _host_count(path: Path) -> int:
             docs = list(yaml.compose_all(text, Loader=_Loader))
         except (yaml.YAMLError, RecursionError):
             return 0
-        return sum(_range_count(k.value) for d in docs if d is not None for k in _host_keys(d))
+        return sum(range_count(k.value) for d in docs if d is not None for k in _host_keys(d))
     total, section = 0, ""
     for raw in text.splitlines():
         line = raw.strip()
@@ -329,7 +356,7 @@ def _host_count(path: Path) -> int:
             section = line
             continue
         if not section.endswith((":vars]", ":children]")):
-            total += _range_count(line.split()[0])
+            total += range_count(line.split()[0])
     return total
 
 

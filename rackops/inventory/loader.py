@@ -36,6 +36,7 @@ from rackops.inventory.model import (
 from rackops.inventory.templating import (
     Budget,
     DesignTemplar,
+    PlainVars,
     Refused,
     TemplateFailed,
     is_template,
@@ -380,7 +381,7 @@ def _host_vars(
         for k in todo:
             values[k] = _plain(templar.template(wanted[k]), (k,), {})
         return hv
-    design = DesignTemplar(plain_tree(raw), budget)
+    design = DesignTemplar(PlainVars(raw), budget)  # a variable is converted when read
     for k in todo:
         calls = lookups_reached(wanted[k], raw)
         try:

@@ -289,6 +289,30 @@ class Budget:
         self.timed_out: set[str] = set()  # template texts that ran out of time
 
 
+class PlainVars(Mapping[str, Any]):
+    """A host's variables as :func:`plain_tree` gives them, each converted when a template
+    first reads it: a variable no template reads costs nothing, however large (an alias
+    bomb of a million values, under the file bound, was walked once per host)."""
+
+    def __init__(self, raw: Mapping[str, Any]) -> None:
+        self._raw = raw
+        self._plain: dict[str, Any] = {}
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self._plain:
+            self._plain[name] = plain_tree(self._raw[name])
+        return self._plain[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._raw
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+
 class DesignTemplar:
     """Templates values of one host; ``raw`` is its variables as :func:`plain_tree` gives."""
 
