@@ -284,7 +284,7 @@ def load_profile_file(path: Path, *, check_peaks: bool = True) -> LoadedProfile:
         raise ProfileError(f"{path}: cannot read profile: {exc.strerror}") from exc
     except yaml.YAMLError as exc:
         line, reason = yaml_error_location(exc)
-        raise ProfileError(f"{path}:{line}: {reason}") from exc
+        raise ProfileError(f"{path}{f':{line}' if line else ''}: {reason}") from exc
     if not isinstance(data, dict):
         raise ProfileError(f"{path}: a profile is a YAML mapping, found {type(data).__name__}")
     try:

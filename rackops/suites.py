@@ -186,7 +186,7 @@ def load_suite(name_or_path: str, inventory_dir: Path | None = None) -> Suite:
         data, lines = read_yaml_file(path)
     except yaml.YAMLError as exc:
         line, reason = yaml_error_location(exc)
-        raise ProfileError(f"{path}:{line}: {reason}") from exc
+        raise ProfileError(f"{path}{f':{line}' if line else ''}: {reason}") from exc
     try:
         return Suite.model_validate(data)
     except ValidationError as exc:

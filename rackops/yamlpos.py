@@ -12,6 +12,10 @@ from typing import Any
 
 import yaml
 
+from rackops.docload import DocumentTooLarge, check_node, yaml_error_location
+
+__all__ = ["YamlTooDeep", "load_with_lines", "read_yaml_file", "yaml_error_location"]
+
 Key = str | int
 LineMap = dict[tuple[Key, ...], int]
 
@@ -41,6 +45,8 @@ def load_with_lines(text: str, name: str = "<string>") -> tuple[Any, LineMap]:
     loader = _LineLoader(text)
     try:
         node = loader.get_single_node()
+        if node is not None:
+            check_node(node)  # an alias bomb is refused before _walk expands it
         lines: LineMap = {}
         data = None if node is None else _walk(node, (), lines, loader)
     finally:
@@ -48,18 +54,9 @@ def load_with_lines(text: str, name: str = "<string>") -> tuple[Any, LineMap]:
     return data, lines
 
 
-def yaml_error_location(exc: yaml.YAMLError) -> tuple[int | None, str]:
-    """Line (1-based) and a one-line reason for a YAML syntax error."""
-    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-    line = mark.line + 1 if mark is not None else None
-    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-    context = getattr(exc, "context", None)
-    reason = f"{context}, {problem}" if context else str(problem)
-    return line, f"YAML syntax error: {reason}"
-
-
 class YamlTooDeep(yaml.YAMLError):
-    """Nesting deeper than any real file has (it would exhaust the stack)."""
+    """Nesting deeper than any real file has (it would exhaust the stack), or aliases that
+    expand past any real file's size."""
 
 
 def read_yaml_file(path: Path) -> tuple[Any, LineMap]:
@@ -73,3 +70,5 @@ def read_yaml_file(path: Path) -> tuple[Any, LineMap]:
         return load_with_lines(text, str(path))
     except RecursionError as exc:
         raise YamlTooDeep("nested too deeply to be a rackops file") from exc
+    except DocumentTooLarge as exc:
+        raise YamlTooDeep(str(exc)) from exc

@@ -17,6 +17,7 @@ from test_checks import _args
 
 from rackops.findings import Status, worst
 from rackops.parsers import ParseError
+from rackops.parsers._common import non_finite
 from rackops.tools import parse, registry
 from rackops.tools.base import Context
 from rackops.tools.offline import build_context
@@ -37,13 +38,17 @@ def _context(tool: str) -> Context:
 CONTEXTS = {t: _context(t) for t in TOOLS}
 _NUM = re.compile(r"\d+(?:\.\d+)?")
 HOSTILE = ["99999999999", "-1", "NaN", "nan", "inf", "1e400", "0", "-0", "9" * 5000]
+HOSTILE += ["1.7e308", "1e308", "Infinity", "-inf", "4000"]  # issue 41: past any port
+# issue 41's classes: nesting that exhausts a recursive reader, and terminal control
+NESTING = ["[" * 300, '{"a":' * 300, "[" * 5000, "- " * 300, "[" * 200_000]
+ESCAPES = ["\x1b]0;owned\x07", "\x1b[2J\x1b[H", "\x9b31m", "\r\x1b[K", "\x1b]8;;http://x\x1b\\"]
 
 
 @st.composite
 def mutated(draw: st.DrawFn, text: str) -> str:
     for _ in range(draw(st.integers(1, 3))):
         lines = text.split("\n")
-        kind = draw(st.integers(0, 6))
+        kind = draw(st.integers(0, 8))
         if kind == 0:  # truncate anywhere
             text = text[: draw(st.integers(0, len(text)))]
         elif kind == 1:  # flip or insert characters
@@ -66,8 +71,11 @@ def mutated(draw: st.DrawFn, text: str) -> str:
             at = draw(st.integers(0, len(lines) - 1))
             lines[at] = lines[at] * draw(st.integers(2, 200))
             text = "\n".join(lines)
-        else:
+        elif kind == 6:
             text = draw(st.sampled_from(["", "\n", " \t\n"]))
+        else:  # nesting past any real output, or a terminal control sequence
+            at = draw(st.integers(0, len(text)))
+            text = text[:at] + draw(st.sampled_from(NESTING if kind == 7 else ESCAPES)) + text[at:]
     return text
 
 
@@ -79,6 +87,7 @@ def _judge(tool: str, text: str) -> Status | None:
         parsed = parse(tool, text)
     except ParseError:
         return Status.ERROR
+    assert non_finite(parsed) is None, non_finite(parsed)  # a figure is finite, or an error
     t = registry()[tool]
     if t.check is None:
         json.dumps(parsed, default=str)

@@ -4,6 +4,10 @@ its records. 61 records naming one 5 MiB raw NCCL output are read and parsed onc
 from __future__ import annotations
 
 import json
+import os
+import resource
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -59,3 +63,67 @@ def test_one_raw_file_named_by_many_records_is_parsed_once(
     report, _, _ = write_reports(RunDir(run))
     assert parsed.count("nccl-tests") == 1, len(parsed)
     assert sum(c["name"].startswith("node/node0001/nccl-copy") for c in report["nccl_curves"]) == 61
+
+
+# --- a saved running config is bounded in aliases, depth and size before it is built ------
+
+ROOT = Path(__file__).resolve().parent.parent
+LAUGHS = "".join(
+    [
+        "- set:\n",
+        '    l0: &l0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n',
+        *(f"    l{i}: &l{i} [{','.join([f'*l{i - 1}'] * 9)}]\n" for i in range(1, 9)),
+    ]
+)
+
+
+def _render_limited(args: list[str], timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    """`rackops` in a child limited to 1 GiB of address space: a blow-up fails there."""
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (2**30, 2**30))
+
+    return subprocess.run(
+        [sys.executable, "-m", "rackops", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        preexec_fn=cap,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+
+
+@pytest.mark.parametrize(
+    "switch, body, why",
+    [
+        ("leaf-r3", LAUGHS, "alias"),
+        ("leaf-r3", "- set:\n    k:\n    " + "- " * 5000 + "x\n", "deep"),
+        ("leaf-r3", "- set: " + "[" * 200_000, "deep"),
+        ("leaf-r0", "[" * 200_000, "deep"),
+        ("leaf-r0", '{"PORT": ' + "[" * 900 + "]" * 900 + "}", "deep"),
+        ("leaf-r3", "- set:\n    k:\n    " + "- " * 300 + "x\n", "deep"),  # under libyaml's
+    ],
+    ids=[
+        "nvue-alias-bomb",
+        "nvue-5k-deep",
+        "nvue-flow-200k",
+        "sonic-200k",
+        "sonic-900-deep",
+        "nvue-300-deep",
+    ],
+)
+def test_a_hostile_running_config_is_refused_before_it_is_built(
+    switch: str, body: str, why: str, tmp_path: Path
+) -> None:
+    running = tmp_path / "running.txt"
+    running.write_text(body)
+    inv = str(ROOT / "inventories/example-roce")
+    out = tmp_path / "out"
+    args = ["render", "-i", inv, "-o", str(out), "--switch", switch, "--diff", str(running)]
+    proc = _render_limited(args)
+    text = proc.stdout + proc.stderr
+    assert proc.returncode == 3, text[-2000:]  # bad input: one line naming the file
+    assert "Traceback" not in text and "Error:" not in text.replace("error:", ""), text[-2000:]
+    line = next(x for x in proc.stderr.splitlines() if "running.txt" in x)
+    assert why in line, line

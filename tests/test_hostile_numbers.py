@@ -100,3 +100,26 @@ def test_a_huge_finite_figure_never_breaks_the_report(
     write_reports(RunDir(run))
     json.loads((run / "report.json").read_text(), parse_constant=_no_constants)
     assert (run / "report.html").is_file() and (run / "actions.sh").is_file()
+
+
+@pytest.mark.parametrize(
+    ("real", "altered"),
+    [
+        ("47535  180.71", "47535  4000.0"),  # algbw raised; busbw and the average untouched
+        ("8589934592    2147483648", "17179869184    2147483648"),  # its time says otherwise
+    ],
+    ids=["algbw", "size"],
+)
+def test_an_nccl_row_whose_figures_contradict_each_other_is_not_a_result(
+    real: str, altered: str
+) -> None:
+    """nccl-tests prints algbw = size / time: a row where they disagree (past what the
+    printed digits allow) was altered or garbled; the run is not complete, so not OK."""
+    from rackops.checks import check_nccl
+
+    text = _text("nccl-tests", "all-reduce-h100-2node-16rank-a3mega-full")
+    assert parse("nccl-tests", text).complete
+    assert real in text
+    got = parse("nccl-tests", text.replace(real, altered, 1))
+    assert not got.complete and any("not its size over its time" in c for c in got.cut), got.cut
+    assert worst(check_nccl(got, PROFILE)) is not Status.OK

@@ -51,3 +51,31 @@ def test_the_terminal_stream_keeps_lines_and_tabs() -> None:
     raw = StringIO()
     TerminalSafe(raw).write("a\tb\nc\x1b[31md\x9be\r\n")
     assert raw.getvalue() == "a\tb\nc\\x1b[31md\\x9be\\r\n"
+
+
+FIXTURES = Path(__file__).parent / "fixtures"
+ONE_PER_TOOL = sorted(
+    {p.parent.name: p for p in sorted(FIXTURES.glob("*/*.txt"), reverse=True)}.values()
+)
+CONTROL = set("\x1b\x07\x9b\x9d") | {chr(c) for c in range(0x80, 0xA0)}
+
+
+@pytest.mark.parametrize("case", ONE_PER_TOOL, ids=[p.parent.name for p in ONE_PER_TOOL])
+def test_every_tools_output_with_escapes_in_it_prints_clean(
+    case: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each tool's real output with control sequences in its first line and in its middle:
+    whatever `parse` and `check` print of it (values, messages, errors) is plain text."""
+    from test_checks import _args
+
+    lines = case.read_text().split("\n")
+    lines[0] = HOSTILE + lines[0]
+    mid = len(lines) // 2
+    lines[mid] = lines[mid].replace(" ", " " + HOSTILE + " ", 1)
+    hostile = tmp_path / case.name
+    hostile.write_text("\n".join(lines))
+    main(["parse", case.parent.name, str(hostile), "--format", "json"])
+    main(["check", case.parent.name, str(hostile), *_args(case.parent.name)])
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    assert not CONTROL & set(out + err), sorted(CONTROL & set(out + err))

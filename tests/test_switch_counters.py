@@ -153,6 +153,13 @@ def test_a_counter_cleared_during_the_run_is_not_judged(
     assert rc == 1 and f["code"] == "PHY-009" and "went backwards" in f["message"]
 
 
+def _link_switch_dir(d: Path) -> None:
+    """The switch's read is a link to a directory elsewhere (planted, or shared by two)."""
+    elsewhere = d.parent / "elsewhere"
+    (d / "leaf-r0").rename(elsewhere)
+    (d / "leaf-r0").symlink_to(elsewhere, target_is_directory=True)
+
+
 @pytest.mark.parametrize(
     ("attack", "words"),
     [
@@ -165,8 +172,9 @@ def test_a_counter_cleared_during_the_run_is_not_judged(
             lambda d: (d / "leaf-r0" / "link.txt").symlink_to("/etc/passwd"),
             "is a symlink",
         ),
+        (_link_switch_dir, "leaf-r0: is a symlink"),
     ],
-    ids=["unknown-switch", "file-name", "symlink"],
+    ids=["unknown-switch", "file-name", "symlink", "symlinked-switch"],
 )
 def test_a_hostile_read_is_refused_with_its_path(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], attack: Any, words: str

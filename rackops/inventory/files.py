@@ -8,7 +8,7 @@ An inventory is untrusted input. Before Ansible parses it, every file in it is c
   code (``vars_plugins/``, ``inventory_plugins/``, ``*.py``);
 * **INV000** — a file that is not a regular file (a FIFO, a device such as ``/dev/zero``
   through a symlink), larger than :data:`MAX_FILE_BYTES`, more files than
-  :data:`MAX_FILES`, a YAML document whose aliases expand past :data:`MAX_YAML_NODES`
+  :data:`MAX_FILES`, a YAML document whose aliases expand past :data:`rackops.docload.MAX_VALUES`
   nodes (a "billion laughs"), or a YAML syntax error.
 
 YAML is composed (not constructed) first, so an alias bomb is measured without being
@@ -28,13 +28,12 @@ from typing import Any
 import yaml
 
 from rackops.diagnostics import Diagnostic, Level
+from rackops.docload import DocumentTooLarge, SafeLoader, check_node
 from rackops.names import host_name_problem
 from rackops.yamlpos import yaml_error_location
 
 MAX_FILE_BYTES = 8 * 2**20
 MAX_FILES = 10_000
-MAX_YAML_NODES = 2_000_000  # after alias expansion: 8 MiB of YAML holds fewer than this
-MAX_DEPTH = 200
 COUNT_CEILING = 10**12  # a host count this large is said as "at least"
 MAX_HOSTS = 20_000  # nodes and switches of one inventory, host ranges counted expanded
 VARS_DIRS = ("group_vars", "host_vars")
@@ -43,12 +42,7 @@ YAML_SUFFIXES = (".yml", ".yaml", ".json", "")
 ANSIBLE_TAGS = ("!vault", "!unsafe", "!vault-encrypted")
 
 
-# libyaml's parser where PyYAML was built with it (a wheel is): the same documents, ten times
-# faster on a large inventory
-_SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-class _Loader(_SafeLoader):  # type: ignore[valid-type,misc]
+class _Loader(SafeLoader):  # type: ignore[valid-type,misc]
     """YAML as Ansible reads it: its own tags are strings, not errors."""
 
 
@@ -212,13 +206,10 @@ def _yaml_problems(path: Path, display: Any, inventory_file: bool) -> list[Diagn
     for doc in docs:
         if doc is None:
             continue
-        size = _expanded_size(doc, {}, 0)
-        if size > MAX_YAML_NODES:
-            return problem(
-                "INV000",
-                f"its aliases expand to more than {MAX_YAML_NODES} values (an alias bomb?); "
-                "write the values out, or use fewer aliases of aliases",
-            )
+        try:
+            check_node(doc)
+        except DocumentTooLarge as exc:
+            return problem("INV000", f"{exc}; write the values out, with fewer aliases of aliases")
         bad_host = _bad_host_key(doc) if inventory_file else None
         if bad_host is not None:
             node, why = bad_host
@@ -241,28 +232,6 @@ def _yaml_problems(path: Path, display: Any, inventory_file: bool) -> list[Diagn
     except RecursionError:
         return problem("INV000", "nested too deeply to be an inventory file; fix the YAML")
     return []
-
-
-def _expanded_size(node: yaml.Node, seen: dict[int, int], depth: int) -> int:
-    """How many values ``node`` is once every alias is expanded, without expanding them."""
-    if id(node) in seen:
-        return seen[id(node)]
-    if depth > MAX_DEPTH:
-        return MAX_YAML_NODES + 1
-    seen[id(node)] = MAX_YAML_NODES + 1  # a node reached from itself: refuse, don't loop
-    size = 1
-    if isinstance(node, yaml.SequenceNode):
-        for item in node.value:
-            size += _expanded_size(item, seen, depth + 1)
-            if size > MAX_YAML_NODES:
-                break
-    elif isinstance(node, yaml.MappingNode):
-        for key, value in node.value:
-            size += _expanded_size(key, seen, depth + 1) + _expanded_size(value, seen, depth + 1)
-            if size > MAX_YAML_NODES:
-                break
-    seen[id(node)] = size
-    return size
 
 
 # Ansible's host range in a YAML or INI inventory: node[01:16], leaf-[a:d]

@@ -27,6 +27,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from rackops.docload import load_json
 from rackops.parsers._common import ParseError
 
 RESULTS = ("Pass", "Fail", "Warn", "Skip", "Not Run")
@@ -257,7 +258,7 @@ def _find(data: Any, key: str) -> Any:
 
 def parse_dcgmi_diag_json(text: str) -> DcgmDiag:
     try:
-        data = json.loads(text)
+        data = load_json(text)
     except json.JSONDecodeError as exc:
         raise ParseError(
             f"dcgmi JSON is unreadable (cut short?): {exc.msg} at line {exc.lineno}"

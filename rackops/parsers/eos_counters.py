@@ -15,11 +15,11 @@ never complete.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from rackops.docload import load_json
 from rackops.parsers._common import MAX_COUNT, ParseError, check_limits
 
 _IF = re.compile(r"^[A-Za-z][A-Za-z0-9/._-]*$")
@@ -96,8 +96,8 @@ def eos_json(text: str, what: str) -> dict[str, Any] | str:
     if not text.strip():
         raise ParseError(f"empty EOS {what} output")
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
+        data = load_json(text)
+    except ValueError as exc:
         if text.lstrip().startswith("{"):  # started as JSON: a cut read
             return f"the JSON does not parse: {exc}"
         raise ParseError(f"EOS {what} are read as JSON (`| json`): this is not JSON") from exc

@@ -18,11 +18,11 @@ block has no closing dashes is ``complete: false``.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
 
+from rackops.docload import load_json
 from rackops.parsers._common import ParseError
 
 
@@ -57,8 +57,8 @@ def parse_lldpctl(text: str) -> Lldp:
     stripped = text.strip()
     if stripped.startswith("{"):
         try:
-            doc = json.loads(stripped)
-        except json.JSONDecodeError as exc:
+            doc = load_json(stripped)
+        except ValueError as exc:
             raise ParseError(f"lldpctl JSON does not parse (cut off?): {exc}") from exc
         return _json(doc)
     if re.match(r"^lldp\.\S+?\.", stripped):

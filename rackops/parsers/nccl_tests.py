@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from rackops.docload import load_json
 from rackops.parsers._common import MAX_COUNT, ParseError, is_na
 
 
@@ -127,6 +128,7 @@ def parse_nccl_tests(text: str) -> NcclTests:
     avg = avg_ok = oob = None
     sweep: _Sweep | None = None
     foreign: list[str] = []  # lines inside the result table that nccl-tests never prints there
+    altered: list[str] = []  # rows whose figures contradict each other
     said: list[str] = []  # other lines, not comments: a failure's reason ("Invalid number ...")
     for raw in text.splitlines():
         line = raw.strip()
@@ -170,6 +172,8 @@ def parse_nccl_tests(text: str) -> NcclTests:
             if not header_seen:
                 headless = True
             rows.append(_row(tokens, header, line))
+            if len(altered) < 3 and (why := _contradiction(tokens, header, rows[-1])):
+                altered.append(why)
         elif _failure(body):
             errors.append(line)
         elif errors and len(said) < 8 and _reason(line, body):
@@ -185,7 +189,7 @@ def parse_nccl_tests(text: str) -> NcclTests:
         raise ParseError("no result table (size/time/algbw/busbw): this is not nccl-tests output")
     assert header is not None
     generation = _generation(tests_version, collective, header)
-    whole = _whole_table(rows, sweep, avg, len(ranks), foreign)
+    whole = altered + _whole_table(rows, sweep, avg, len(ranks), foreign)
     complete = (
         bool(rows)
         and avg is not None
@@ -403,6 +407,40 @@ def _row(tokens: list[str], header: list[str], line: str) -> NcclRow:
     )
 
 
+def _half_unit(token: str) -> float:
+    """Half a unit in the last digit printed: what rounding to this token may have hidden
+    (``1717.7``: 0.05; ``3e+06``, nccl-tests' %g past six digits: 500,000)."""
+    mantissa, _, exponent = token.lower().partition("e")
+    decimals = len(mantissa.partition(".")[2])
+    return 0.5 * 10.0 ** (int(exponent or 0) - decimals)
+
+
+def _contradiction(tokens: list[str], header: list[str], row: NcclRow) -> str | None:
+    """A row whose algbw is not its size over its time (nccl-tests computes it so: bytes /
+    1e9 / seconds; the time is in microseconds, milliseconds in the 2018 layout), within
+    what the printed digits allow. A garbled or altered figure is not a result."""
+    prefix = header.index("time") if "time" in header else header.index("cputime")
+    values = tokens[prefix:]
+    places = [values[:4], values[-4:]] if len(values) == 8 else [values[-4:]]
+    for time_tok, algbw_tok, *_ in places:
+        if is_na(time_tok) or is_na(algbw_tok):
+            continue
+        time, algbw = float(time_tok), float(algbw_tok)
+        if time <= 0:
+            continue
+        slack = _half_unit(algbw_tok)
+        time_slack = _half_unit(time_tok) / time  # relative: the time's own rounding
+        if not any(
+            abs(algbw - expect) <= slack + expect * (time_slack + 0.01)
+            for expect in (row.bytes / 1e3 / time, row.bytes / 1e6 / time)
+        ):
+            return (
+                f"the {row.bytes}-byte row's algbw {algbw_tok} is not its size over its time "
+                f"{time_tok} ({row.bytes / 1e3 / time:.4g} GB/s): an altered or garbled row"
+            )
+    return None
+
+
 def _json_place(obj: Any) -> NcclPlace | None:
     if not isinstance(obj, dict):
         return None
@@ -422,7 +460,7 @@ def _json_place(obj: Any) -> NcclPlace | None:
 
 def parse_nccl_tests_json(text: str) -> NcclTests:
     try:
-        data = json.loads(text)
+        data = load_json(text)
     except json.JSONDecodeError as exc:
         raise ParseError(
             f"nccl-tests JSON is unreadable (cut short?): {exc.msg} at line {exc.lineno}"

@@ -18,11 +18,11 @@ not close.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from rackops.docload import load_json
 from rackops.parsers._common import MAX_COUNT, ParseError, check_limits
 
 Value = int | float | None
@@ -157,8 +157,8 @@ def parse_nvue_counters(text: str) -> NvueCounters:
         raise ParseError("empty NVUE counters output")
     if text.lstrip().startswith("{"):
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
+            data = load_json(text)
+        except ValueError as exc:
             return NvueCounters(False, errors=(f"the JSON does not parse: {exc}",))
         out: dict[str, Value] = {}
         errors: list[str] = []

@@ -36,6 +36,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from rackops.docload import load_json
 from rackops.parsers._common import ParseError, to_int
 
 MIB_GBPS = 2**20 * 8 / 1e9  # 1 MiB/s in Gb/s
@@ -301,13 +302,13 @@ def _r(value: float | None) -> float | None:
 
 def _repair_json(text: str) -> Any:
     try:
-        return json.loads(text)
+        return load_json(text)
     except json.JSONDecodeError:
         pass
     fixed = re.sub(r":\s*([A-Za-z_][\w.*-]*)\s*(?=[,}\n])", r': "\1"', text)
     fixed = re.sub(r",\s*([}\]])", r"\1", fixed)
     try:
-        return json.loads(fixed)
+        return load_json(fixed)
     except json.JSONDecodeError as exc:
         raise ParseError(f"perftest JSON is unreadable: {exc.msg} at line {exc.lineno}") from exc
 

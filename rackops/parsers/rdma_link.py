@@ -14,11 +14,11 @@ Every field is ``key value`` and each line ends in a space. A line cut before or
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
 
+from rackops.docload import load_json
 from rackops.parsers._common import ParseError, to_int
 
 
@@ -97,8 +97,8 @@ def parse_rdma_link(text: str) -> RdmaLinks:
 
 def _json(text: str) -> RdmaLinks:
     try:
-        doc: Any = json.loads(text)
-    except json.JSONDecodeError as exc:
+        doc: Any = load_json(text)
+    except ValueError as exc:
         raise ParseError(f"rdma -j link JSON does not parse (cut off?): {exc}") from exc
     if not isinstance(doc, list):
         raise ParseError("rdma -j link: expected a JSON array")

@@ -19,10 +19,10 @@ cells than the header, a pfcstat without its Tx table, JSON that does not close.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 
+from rackops.docload import load_json
 from rackops.parsers._common import MAX_COUNT, ParseError, check_limits
 
 Value = int | float | str | None
@@ -178,8 +178,8 @@ def _from_json(text: str) -> SonicCounters:
     pre = [x for x in text[:start].splitlines() if x.strip()]
     bad = [x for x in pre if not _PREAMBLE.match(x.strip())]
     try:
-        data = json.loads(text[start:])
-    except json.JSONDecodeError as exc:
+        data = load_json(text[start:])
+    except ValueError as exc:
         return SonicCounters("interfaces", False, errors=(f"the JSON does not parse: {exc}",))
     if (
         not isinstance(data, dict)

@@ -16,6 +16,7 @@ from rackops import __version__, data
 from rackops.consistency import Intent
 from rackops.design import node_design
 from rackops.diagnostics import Diagnostic, Level
+from rackops.docload import load_json
 from rackops.inventory.model import Cluster
 from rackops.names import safe_file_stem
 from rackops.outdir import write_under
@@ -151,7 +152,7 @@ def switch_changes(
     sw = next(s for s in cluster.switches if s.name == name)
     ports = list(sw.ports)
     if sw.os == "sonic":
-        running = json.loads(running_text)
+        running = load_json(running_text)
         if not isinstance(running, dict):
             raise ValueError("not a CONFIG_DB JSON object")
         desired = sonic.config_db(switch_view(cluster, sw))

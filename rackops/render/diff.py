@@ -16,6 +16,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from rackops.docload import load_yaml
+
 # JSON Pointer (RFC 6901)
 
 
@@ -129,9 +131,7 @@ def describe_patch(ops: list[dict[str, Any]], running: dict[str, Any]) -> list[s
 
 def nvue_running(text: str) -> dict[str, Any]:
     """The `set` tree of `nv config show -o yaml` / a startup.yaml (header documents ignored)."""
-    import yaml
-
-    docs = yaml.safe_load(text)
+    docs = load_yaml(text)
     if not isinstance(docs, list) or not all(isinstance(d, dict) for d in docs):
         raise ValueError("not NVUE YAML: expected a list of '- header:' / '- set:' documents")
     tree: dict[str, Any] = {}

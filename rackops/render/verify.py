@@ -4,20 +4,18 @@ check the §10 rules per port against the host intent."""
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
-import yaml
-
 from rackops.consistency import Intent, PortQos, check_port
 from rackops.diagnostics import Diagnostic, Level
+from rackops.docload import load_json, load_yaml
 
 PortConfig = PortQos  # the normalised port view every reader fills
 
 
 def read_sonic(text: str) -> dict[str, PortConfig]:
-    db = json.loads(text)
+    db = load_json(text)
     out = {}
     maps = db.get("DSCP_TO_TC_MAP", {})
     wred = db.get("WRED_PROFILE", {})
@@ -83,7 +81,7 @@ def _sonic_headroom(db: dict[str, Any], port: str, pfc: tuple[int, ...]) -> bool
 
 
 def read_nvue(text: str) -> dict[str, PortConfig]:
-    docs = yaml.safe_load(text)
+    docs = load_yaml(text)
     conf: dict[str, Any] = {}
     for doc in docs or []:
         conf.update(doc.get("set", {}))

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rackops.docload import load_json
 from rackops.errors import ExitCode, InputError, RackopsError
 from rackops.names import NODE_RE, node_arg, short_repr
 
@@ -204,7 +205,7 @@ def load_report(run_dir: Path) -> dict[str, Any]:
     writes; otherwise exit 3 naming the field (the run directory was altered)."""
     path = run_dir / "report.json"
     try:
-        data = json.loads(_read_regular(path).decode(errors="replace"), parse_constant=_nan)
+        data = load_json(_read_regular(path).decode(errors="replace"), _nan)
     except FileNotFoundError as exc:
         raise InputError(
             f"{path}: no report (run `rackops report {run_dir}` on a finished run)"

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rackops.docload import load_json
 from rackops.names import NODE_RE
 from rackops.parsers import ParseError
 from rackops.parsers._common import finite_json
@@ -185,7 +186,7 @@ class RunDir:
     def _record(self, raw: bytes, n: int) -> dict[str, Any] | None:
         where = f"{self.results}:{n}"
         try:
-            value = json.loads(raw.decode(errors="replace"), parse_constant=_no_constant)
+            value = load_json(raw.decode(errors="replace"), _no_constant)
         except json.JSONDecodeError:  # cut by a crash, or not JSON: not a record
             return None
         except (ValueError, RecursionError) as exc:  # NaN, a 5000-digit number, nesting
@@ -274,7 +275,7 @@ class RunDir:
         path = self.path / name
         data = self.read_bytes(path, limit)
         try:
-            value = json.loads(data.decode(errors="replace"), parse_constant=_no_constant)
+            value = load_json(data.decode(errors="replace"), _no_constant)
         except (ValueError, RecursionError) as exc:
             raise damaged(path, None, None, f"not JSON ({str(exc)[:80]})") from None
         try:

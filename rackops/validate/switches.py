@@ -14,6 +14,7 @@ the parsers' size limit or more files than a switch has ports is refused with it
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -129,7 +130,13 @@ def judge_reads(
     for root in (before, after):
         if not root.is_dir():
             raise InputError(f"{root}: not a directory of switch reads (<dir>/<switch>/<file>)")
-        unknown = sorted(p.name for p in root.iterdir() if cluster.switch(p.name) is None)
+        entries = sorted(itertools.islice(root.iterdir(), MAX_FILES + 1))
+        if len(entries) > MAX_FILES:
+            raise InputError(f"{root}: more than {MAX_FILES} entries: not a directory of reads")
+        linked = next((p for p in entries if p.is_symlink()), None)
+        if linked is not None:  # the run-directory rule: a read is its own files, never a link
+            raise InputError(f"{linked}: is a symlink; copy the switch's read into {root}")
+        unknown = [p.name for p in entries if cluster.switch(p.name) is None]
         if unknown:
             known = ", ".join(s.name for s in cluster.switches)
             raise InputError(f"{root}: {unknown[0]!r} is not a switch of the inventory ({known})")
