@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from rackops import data
 from rackops.errors import ProfileError
@@ -35,6 +35,23 @@ class GpuSpec(_Strict):
     pcie_gen: int = Field(ge=1, le=6)
     pcie_width: int = Field(ge=1, le=32)
     memory_mib: int = Field(ge=1)
+    nvlink_domain: int = Field(
+        default=0,
+        ge=0,
+        le=576,
+        description="GPUs of one multi-node NVLink domain (GB200/GB300 NVL72: 72): every GPU "
+        "of it joins one fabric partition (one clique, one cluster UUID); 0: NVLink ends at "
+        "the node (HGX)",
+    )
+
+    @model_validator(mode="after")
+    def _whole_trays(self) -> GpuSpec:
+        if self.nvlink_domain and self.nvlink_domain % self.count:
+            raise ValueError(
+                f"nvlink_domain {self.nvlink_domain} is not a whole number of {self.count}-GPU "
+                "nodes (trays)"
+            )
+        return self
 
 
 class HcaSpec(_Strict):
@@ -214,7 +231,17 @@ def peak_violations(profile: Profile) -> list[PeakViolation]:
             f"both directions of one {rate} Gb/s link",
         ),
     ]
-    if hca.count:  # a GPU-only node runs no multi-node collective
+    if gpu.nvlink_domain:  # the trays of one NVLink domain reduce over NVLink (MNNVL)
+        checks.append(
+            (
+                "nccl_multi_node_busbw_gbs_min",
+                t.nccl_multi_node_busbw_gbs_min,
+                gpu.nvlink_gbs,
+                "GB/s",
+                f"NVLink {gpu.nvlink_gbs:g} GB/s per GPU across the {gpu.nvlink_domain}-GPU domain",
+            )
+        )
+    elif hca.count:  # a GPU-only node runs no multi-node collective
         checks.append(
             (
                 "nccl_multi_node_busbw_gbs_min",

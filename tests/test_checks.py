@@ -43,6 +43,15 @@ VERDICTS = {
     "nvidia-smi-query/h200-580-inventory": "FAIL",
     "nvidia-smi-topo/h200-580-1gpu-underlined": "ERROR",
     "nvidia-smi-xml/h200-580-1gpu": "FAIL",
+    # real GB200/GB300 trays against their NVL72 profiles; the derived faults FAIL their GPU;
+    # a real B200 HGX against the H100 profile: another model, persistence off (real)
+    "nvidia-smi-xml/gb200x4-580-real": "OK",
+    "nvidia-smi-xml/gb300x4-580-real": "OK",
+    "nvidia-smi-xml/gb200x4-gpu2-insufficient-resources": "FAIL",
+    "nvidia-smi-xml/gb200x4-gpu1-health-unhealthy": "FAIL",
+    "nvidia-smi-xml/gb200x4-gpu0-in-progress": "FAIL",
+    "nvidia-smi-xml/b200x8-580-real": "FAIL",
+    "nvidia-smi-xml/h100x8-580-real": "OK",
     # ibdiagnet: a link at 2x of a fabric whose Summary counts 15 errors; one master SM in the
     # .sm file; a net_dump whose links are all alike; cut or trimmed output is ERROR, and the
     # manual's two speed lines FAIL their links before the cut's ERROR
@@ -341,6 +350,9 @@ def _args(tool: str) -> list[str]:
 def test_check_runs_on_every_fixture(case: Path, capsys: pytest.CaptureFixture[str]) -> None:
     tool = case.parent.name
     argv = ["check", tool, str(case), "--format", "json", *_args(tool)]
+    for tray in ("gb200", "gb300"):  # a Blackwell NVL72 tray: its own profile
+        if case.stem.startswith(tray):
+            argv[argv.index("h100-sxm-ndr")] = f"{tray}-nvl72"
     if tool in ("perftest", "dcgmi-diag"):  # pinned size / level have their own tests
         argv = [a for a in argv if a not in ("--suite", "acceptance")]
     rc = main(argv)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rackops.findings import Finding, Status, Subject
-from rackops.parsers.nvidia_smi import SmiNvlink, SmiQuery, SmiXml
+from rackops.parsers.nvidia_smi import FabricHealth, SmiNvlink, SmiQuery, SmiXml
 from rackops.profiles import Profile
 
 
@@ -31,6 +31,9 @@ class GpuView:
     remap_failure: bool | None = None
     fabric_state: str | None = None
     fabric_status: str | None = None
+    fabric_clique: int | None = None
+    fabric_cluster: str | None = None
+    fabric_health: FabricHealth | None = None
 
 
 def _flag(value: Any) -> bool | None:
@@ -78,6 +81,9 @@ def _views_xml(x: SmiXml) -> list[GpuView]:
             remap_failure=g.remapped_rows_failure,
             fabric_state=g.fabric_state,
             fabric_status=g.fabric_status,
+            fabric_clique=g.fabric_clique_id,
+            fabric_cluster=g.fabric_cluster_uuid,
+            fabric_health=g.fabric_health,
         )
         for g in x.gpus
     ]
@@ -226,20 +232,96 @@ def _health(g: GpuView, profile: Profile, subj: Subject) -> list[Finding]:
                 "lanes",
             )
         )
-    if (
-        spec.nvswitch
-        and g.fabric_state is not None
-        and (g.fabric_state != "Completed" or (g.fabric_status or "") != "Success")
-    ):
-        bad.append(
+    return bad + _fabric(g, profile, subj)
+
+
+ZERO_UUID = "00000000-0000-0000-0000-000000000000"
+_HEALTH_FIX = (
+    "the GPU's NVLink fabric is degraded: read the NVLink switch trays' fabric (NMX) for this "
+    "GPU's links and the first NVLink Xid in this node's kernel log; reset the GPU once the "
+    "link is fixed"
+)
+
+
+def _fabric(g: GpuView, profile: Profile, subj: Subject) -> list[Finding]:
+    """The NVLink fabric as the GPU sees it: joined (Completed/Success), in the partition of
+    a multi-node NVLink domain (a clique and a cluster UUID, never 0 and zeros there), and
+    healthy where the driver prints health (R560+). On an HGX node a clique of 0 and a zero
+    UUID are what a healthy node-local NVSwitch prints."""
+    spec = profile.gpu
+    domain = spec.nvlink_domain > 0
+    if g.fabric_state is None or not (spec.nvswitch or domain):
+        return []
+    joined = g.fabric_state == "Completed" and (g.fabric_status or "") == "Success"
+    if not joined:
+        fix = (
+            "the fabric is configured from the NVLink switch trays (NMX / fabric manager) "
+            "before the compute trays boot: check the switch trays' fabric for this tray, "
+            "then reboot the tray"
+            if domain
+            else "start nvidia-fabricmanager at the driver's exact version"
+        )
+        return [
             _fail(
                 subj,
                 "GPU-009",
                 f"fabric state {g.fabric_state}/{g.fabric_status}, expected "
-                f"Completed/Success (C-28)",
+                f"Completed/Success ({'NVLink domain' if domain else 'C-28'})",
                 f"{g.fabric_state}/{g.fabric_status}",
                 "Completed/Success",
-                "start nvidia-fabricmanager at the driver's exact version",
+                fix,
+            )
+        ]
+    bad: list[Finding] = []
+    if domain and (not g.fabric_clique or g.fabric_cluster in (None, ZERO_UUID)):
+        bad.append(
+            _fail(
+                subj,
+                "GPU-011",
+                f"in no NVLink partition: clique {g.fabric_clique}, cluster UUID "
+                f"{g.fabric_cluster} (profile {profile.name}: a {spec.nvlink_domain}-GPU domain)",
+                f"{g.fabric_clique}/{g.fabric_cluster}",
+                "a clique and cluster UUID",
+                "the tray is not in the domain's NVLink partition: check its partition on the "
+                "NVLink switch trays (NMX), then reboot the tray",
+                "partition",
+            )
+        )
+    h = g.fabric_health
+    if h is None:
+        return bad
+    wrong = [
+        f"summary {h.summary}" if h.summary not in (None, "Healthy") else "",
+        f"bandwidth {h.bandwidth}" if h.bandwidth not in (None, "Full") else "",
+        "route unhealthy" if h.route_unhealthy else "",
+        f"incorrect configuration {h.incorrect_configuration}"
+        if h.incorrect_configuration not in (None, "None")
+        else "",
+    ]
+    if any(wrong):
+        why = ", ".join(w for w in wrong if w)
+        bad.append(
+            _fail(subj, "GPU-012", f"NVLink fabric health: {why}", why, "Healthy", _HEALTH_FIX)
+        )
+    recovering = [
+        w
+        for w, on in (
+            ("route recovery in progress", h.route_recovery_in_progress),
+            ("access timeout recovery", h.access_timeout_recovery),
+        )
+        if on
+    ]
+    if recovering:
+        bad.append(
+            Finding(
+                "GPU-012",
+                Status.WARN,
+                subj,
+                f"NVLink fabric recovering: {', '.join(recovering)}",
+                ", ".join(recovering),
+                "none",
+                remediation="read nvidia-smi -q Fabric again once it settles; a recovery that "
+                "does not end is a link to fix on the NVLink switch trays",
             )
         )
     return bad

@@ -14,6 +14,7 @@ Field names become keys (``pci.bus_id`` â†’ ``bus_id``, ``memory.total [MiB]`` â
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import re
 import xml.etree.ElementTree as ET
@@ -173,6 +174,25 @@ class SmiGpu:
     app_clock_memory_mhz: int | None = None
     mig_mode: str | None = None  # current_mig: Enabled | Disabled
     compute_mode: str | None = None  # Default | Exclusive_Process | Prohibited
+    # the NVLink fabric beyond the node (R550+; GB200/GB300 NVL72 compute trays): the
+    # partition's clique and cluster, and the fabric's health (R560+; fields per driver build)
+    fabric_clique_id: int | None = None  # 0 on a node-local NVSwitch (HGX) and on a failure
+    fabric_cluster_uuid: str | None = None  # all zeros likewise
+    fabric_health: FabricHealth | None = None
+
+
+@dataclass(frozen=True)
+class FabricHealth:
+    """``<fabric><health>``: each field as printed, None where this driver does not print
+    it or prints N/A (570.148 has no summary; partition_assigned is 580.159+)."""
+
+    summary: str | None  # Healthy | Unhealthy | Limited Capacity
+    bandwidth: str | None  # Full | Degraded
+    route_recovery_in_progress: bool | None
+    route_unhealthy: bool | None
+    access_timeout_recovery: bool | None
+    incorrect_configuration: str | None  # None (GB300) | N/A (GB200) | what is wrong
+    partition_assigned: bool | None
 
 
 @dataclass(frozen=True)
@@ -235,6 +255,30 @@ def _ecc_sum(gpu: ET.Element, scope: str) -> int | None:
     return total if seen else None
 
 
+def _fabric_health(node: ET.Element | None) -> FabricHealth | None:
+    if node is None:
+        return None
+    health = FabricHealth(
+        _t(node, "summary"),
+        _t(node, "bandwidth"),
+        _true_false(_t(node, "route_recovery_in_progress")),
+        _true_false(_t(node, "route_unhealthy")),
+        _true_false(_t(node, "access_timeout_recovery")),
+        _t(node, "incorrect_configuration"),
+        _true_false(_t(node, "partition_assigned")),
+    )
+    return None if all(v is None for v in dataclasses.astuple(health)) else health
+
+
+def _true_false(value: str | None) -> bool | None:
+    """``True``/``False`` as nvidia-smi prints a health flag; anything else is not a flag."""
+    if value is None:
+        return None
+    if value not in ("True", "False"):
+        raise ParseError(f"a fabric health flag is {value!r}, not True or False")
+    return value == "True"
+
+
 def parse_smi_xml(text: str) -> SmiXml:
     try:
         root = ET.fromstring(text.strip())
@@ -275,6 +319,9 @@ def parse_smi_xml(text: str) -> SmiXml:
                 app_clock_memory_mhz=_n(g, "applications_clocks/mem_clock"),
                 mig_mode=_t(g, "mig_mode/current_mig"),
                 compute_mode=_t(g, "compute_mode"),
+                fabric_clique_id=_n(g, "fabric/cliqueId"),
+                fabric_cluster_uuid=_t(g, "fabric/clusterUuid"),
+                fabric_health=_fabric_health(g.find("fabric/health")),
             )
         )
     attached = _n(root, "attached_gpus")
