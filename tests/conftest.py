@@ -81,3 +81,8 @@ def roce(tmp_path: Path) -> Rack:
 @pytest.fixture
 def ib(tmp_path: Path) -> Rack:
     return _copy(tmp_path, "example-ib")
+
+
+@pytest.fixture
+def nvl72(tmp_path: Path) -> Rack:
+    return _copy(tmp_path, "example-gb200-nvl72")

@@ -139,6 +139,12 @@ def _planes(r: Rack) -> None:
     r.hostvar("leaf-r2", "rackops_switch_plane", 1)
 
 
+def _tray_slot_twice(r: Rack) -> None:
+    """tray07 says it sits in tray03's slot of the NVLink domain."""
+    text = (r.path / "hosts.yml").read_text()
+    r.write("hosts.yml", text.replace("{domain: nvl72-a, slot: 7}", "{domain: nvl72-a, slot: 3}"))
+
+
 CASES = [
     Case(
         "ISL001-spine",
@@ -485,12 +491,20 @@ CASES = [
         "THR001",
         ("site-h100", "ib_write_bw_gbps_min", "450", "400"),
     ),
+    Case(
+        "NVL001",
+        "example-gb200-nvl72",
+        _tray_slot_twice,
+        "NVL001",
+        ("tray03", "tray07", "slot 3"),
+    ),
 ]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_rule_fires_on_its_breakage_only(case: Case, request: pytest.FixtureRequest) -> None:
-    rack: Rack = request.getfixturevalue("roce" if case.base == "example-roce" else "ib")
+    fixture = {"example-roce": "roce", "example-gb200-nvl72": "nvl72"}.get(case.base, "ib")
+    rack: Rack = request.getfixturevalue(fixture)
     assert case.code not in {d.code for d in rack.lint().diagnostics}  # the passing inventory
     case.mutate(rack)
     report = rack.lint()
@@ -510,7 +524,7 @@ def test_every_rule_code_has_a_breaking_case() -> None:
     assert set(rule_table()) <= tested, set(rule_table()) - tested
 
 
-@pytest.mark.parametrize("name", ["example-ib", "example-roce", "vagrant"])
+@pytest.mark.parametrize("name", ["example-ib", "example-roce", "example-gb200-nvl72", "vagrant"])
 def test_examples_are_clean(name: str) -> None:
     from conftest import EXAMPLES
 

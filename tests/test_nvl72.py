@@ -8,10 +8,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import Rack
 
 from rackops.checks import check_gpu_xml
+from rackops.diagnostics import Level
 from rackops.errors import ProfileError
 from rackops.findings import Finding, Status
+from rackops.inventory import load_inventory
 from rackops.parsers import ParseError
 from rackops.profiles import load_profile, load_profile_file
 from rackops.tools import parse
@@ -123,3 +126,62 @@ def test_a_domain_that_is_not_whole_trays_is_refused(tmp_path: Path) -> None:
     (tmp_path / "p.yaml").write_text(text)
     with pytest.raises(ProfileError, match="not a whole number of 4-GPU"):
         load_profile_file(tmp_path / "p.yaml")
+
+
+# --- the domain in the design: lint says whether it is whole -------------------------------
+
+
+def _nvl(r: Rack, host: str, value: object) -> None:
+    """Set tray ``host``'s rackops_nvlink in hosts.yml (where the example sets it)."""
+    text = (r.path / "hosts.yml").read_text()
+    start = text.index(f"        {host}: ")
+    end = text.index("\n", start)
+    addr = text[start:end].split("ansible_host: ")[1].split(",")[0]
+    line = f"        {host}: {{ansible_host: {addr}"
+    line += "}" if value is None else f", rackops_nvlink: {value}}}"
+    (r.path / "hosts.yml").write_text(text[:start] + line + text[end:])
+
+
+def _codes(r: Rack) -> list[tuple[str, str | None, str]]:
+    return [(d.code, d.subject, d.message) for d in r.lint().diagnostics if d.code == "NVL001"]
+
+
+def test_the_example_domain_is_whole(nvl72: Rack) -> None:
+    report = nvl72.lint()
+    assert [d for d in report.diagnostics if d.level is Level.ERROR] == []
+    cluster = load_inventory(nvl72.path).raise_for_errors()
+    assert {n.nvlink.domain for n in cluster.nodes if n.nvlink} == {"nvl72-a"}
+    assert sum(n.gpus for n in cluster.nodes) == 72
+
+
+@pytest.mark.parametrize(
+    ("host", "value", "words"),
+    [
+        ("tray07", None, "tray07: profile gb200-nvl72 is a tray of a 72-GPU NVLink domain"),
+        ("tray07", "{domain: nvl72-a, slot: 3}", "slot 3 is tray03's and tray07's"),
+        ("tray07", "{domain: nvl72-a, slot: 19}", "tray07: slot 19 is past the 18 trays"),
+        ("tray07", "{domain: nvl72-b, slot: 7}", "domain nvl72-a: 17 trays, 68 GPUs"),
+        ("tray07", "{domain: 'nvl72-a;reboot', slot: 7}", "rackops_nvlink"),
+    ],
+    ids=["no-domain", "slot-twice", "slot-past", "split-domain", "bad-name"],
+)
+def test_a_domain_that_is_not_whole_is_an_error_naming_the_tray(
+    nvl72: Rack, host: str, value: object, words: str
+) -> None:
+    _nvl(nvl72, host, value)
+    errors = [
+        d
+        for d in nvl72.lint().diagnostics
+        if d.level is Level.ERROR and d.code in ("NVL001", "INV001")
+    ]
+    assert any(words in d.message for d in errors), [d.message for d in errors]
+
+
+def test_a_domain_on_an_hgx_node_is_an_error(ib: Rack) -> None:
+    text = (ib.path / "hosts.yml").read_text().replace(
+        "node01: {ansible_host: 192.0.2.11}",
+        "node01: {ansible_host: 192.0.2.11, rackops_nvlink: {domain: d1, slot: 1}}",
+    )
+    (ib.path / "hosts.yml").write_text(text)
+    msgs = [d.message for d in ib.lint().diagnostics if d.code == "NVL001"]
+    assert any("no multi-node NVLink domain" in m for m in msgs), msgs

@@ -84,6 +84,7 @@ NODE_VARS = {
     "tuning": "rackops_host_tuning",
     "hw_root": "rackops_hw_root",
     "nvidia_stack": "rackops_nvidia_stack",
+    "nvlink": "rackops_nvlink",
 }
 SWITCH_VARS = {
     "address": "ansible_host",
@@ -618,6 +619,7 @@ def _build_node(
         "tuning": v.get("rackops_host_tuning") or {},
         "hw_root": v.get("rackops_hw_root") or "",
         "nvidia_stack": v.get("rackops_nvidia_stack", True),
+        "nvlink": v.get("rackops_nvlink"),
     }
     return _validate(Node, data, hv=hv, var_of=NODE_VARS, subject=name, diagnostics=diagnostics)
 

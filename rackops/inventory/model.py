@@ -175,6 +175,18 @@ class HostTuning(_Frozen):
     )
 
 
+class NvlinkDomain(_Frozen):
+    """Where a compute tray sits in a multi-node NVLink domain (GB200/GB300 NVL72): the
+    domain's name (one rack's 18 trays), the tray's slot in it, and the partition's clique
+    when the site pins one (the NVLink switch trays assign it)."""
+
+    domain: str
+    slot: int = Field(ge=1, le=144)
+    clique: int | None = Field(default=None, ge=1, le=65535)
+
+    _names = field_validator("domain")(classmethod(lambda cls, v: _host_name(v)))
+
+
 class Node(_Frozen):
     name: str
     address: str
@@ -191,6 +203,7 @@ class Node(_Frozen):
     # false: the distribution's inbox RDMA stack, no DOCA-OFED, MFT or GPU driver (the VM
     # lab's Soft-RoCE nodes); checks of NVIDIA-only programs are not run there
     nvidia_stack: bool = True
+    nvlink: NvlinkDomain | None = None  # a tray of a multi-node NVLink domain
 
     @property
     def mtu(self) -> int | None:

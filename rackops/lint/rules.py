@@ -323,6 +323,104 @@ def one_hca_per_rail(ctx: Context) -> Iterator[Diagnostic]:
             rails.setdefault(hca.rail, hca.device)
 
 
+@rule("NVL001", "a multi-node NVLink domain is whole: its slots filled once, one profile")
+def nvlink_domains(ctx: Context) -> Iterator[Diagnostic]:
+    """A GB200/GB300 NVL72 rack is accepted as one NVLink domain: every tray of it says so
+    (``rackops_nvlink: {domain, slot}``), each slot has one tray, and the trays' GPUs make
+    the profile's domain (18 x 4 = 72). A partial domain is named with its empty slots."""
+    domains: dict[str, list[Node]] = {}
+    for node in ctx.cluster.nodes:
+        lp = ctx.result.profiles.get(node.profile)
+        size = lp.profile.gpu.nvlink_domain if lp is not None else 0
+        if node.nvlink is None:
+            if size:
+                yield ctx.at(
+                    "NVL001",
+                    E,
+                    f"{node.name}: profile {node.profile} is a tray of a {size}-GPU NVLink "
+                    "domain; say which and where: rackops_nvlink: {domain: NAME, slot: N}",
+                    node.name,
+                    "rackops_profile",
+                )
+        elif not size:
+            yield ctx.at(
+                "NVL001",
+                E,
+                f"{node.name}: rackops_nvlink names domain {node.nvlink.domain}, but profile "
+                f"{node.profile} has no multi-node NVLink domain (gpu.nvlink_domain 0)",
+                node.name,
+                "rackops_nvlink",
+            )
+        else:
+            domains.setdefault(node.nvlink.domain, []).append(node)
+    for name, trays in sorted(domains.items()):
+        yield from _whole_domain(ctx, name, trays)
+
+
+def _whole_domain(ctx: Context, name: str, trays: list[Node]) -> Iterator[Diagnostic]:
+    profiles = sorted({t.profile for t in trays})
+    if len(profiles) > 1:
+        yield ctx.at(
+            "NVL001",
+            E,
+            f"domain {name} mixes profiles {', '.join(profiles)}: one domain is one tray model",
+            trays[0].name,
+            "rackops_profile",
+        )
+        return
+    gpu = ctx.result.profiles[profiles[0]].profile.gpu
+    slots = gpu.nvlink_domain // gpu.count
+    held: dict[int, str] = {}
+    for t in sorted(trays, key=lambda t: t.name):
+        assert t.nvlink is not None
+        slot = t.nvlink.slot
+        if slot > slots:
+            yield ctx.at(
+                "NVL001",
+                E,
+                f"{t.name}: slot {slot} is past the {slots} trays of a {gpu.nvlink_domain}-GPU "
+                f"domain ({name})",
+                t.name,
+                "rackops_nvlink",
+                "slot",
+            )
+        elif slot in held:
+            yield ctx.at(
+                "NVL001",
+                E,
+                f"domain {name}: slot {slot} is {held[slot]}'s and {t.name}'s; give each tray "
+                "its own slot",
+                t.name,
+                "rackops_nvlink",
+                "slot",
+            )
+        else:
+            held[slot] = t.name
+    gpus = sum(t.gpus for t in trays)
+    empty = [s for s in range(1, slots + 1) if s not in held]
+    if gpus != gpu.nvlink_domain or empty:
+        yield ctx.at(
+            "NVL001",
+            E,
+            f"domain {name}: {len(trays)} trays, {gpus} GPUs; a {gpu.nvlink_domain}-GPU domain "
+            f"is {slots} trays of {gpu.count}"
+            + (f": slot(s) {', '.join(map(str, empty))} have no tray" if empty else ""),
+            trays[0].name,
+            "rackops_nvlink",
+        )
+    cliques = sorted({t.nvlink.clique for t in trays if t.nvlink and t.nvlink.clique})
+    if len(cliques) > 1:
+        yield ctx.at(
+            "NVL001",
+            E,
+            f"domain {name} pins cliques {', '.join(map(str, cliques))}: one domain's trays "
+            "share one NVLink partition",
+            trays[0].name,
+            "rackops_nvlink",
+            "clique",
+        )
+
+
 # ------------------------------------------------------------ RoCE QoS (§10)
 
 
