@@ -5,7 +5,9 @@ with the values public reports show (tests/fixtures/nvidia-smi-xml/SOURCES.md)."
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import Rack
@@ -178,10 +180,149 @@ def test_a_domain_that_is_not_whole_is_an_error_naming_the_tray(
 
 
 def test_a_domain_on_an_hgx_node_is_an_error(ib: Rack) -> None:
-    text = (ib.path / "hosts.yml").read_text().replace(
-        "node01: {ansible_host: 192.0.2.11}",
-        "node01: {ansible_host: 192.0.2.11, rackops_nvlink: {domain: d1, slot: 1}}",
+    text = (
+        (ib.path / "hosts.yml")
+        .read_text()
+        .replace(
+            "node01: {ansible_host: 192.0.2.11}",
+            "node01: {ansible_host: 192.0.2.11, rackops_nvlink: {domain: d1, slot: 1}}",
+        )
     )
     (ib.path / "hosts.yml").write_text(text)
     msgs = [d.message for d in ib.lint().diagnostics if d.code == "NVL001"]
     assert any("no multi-node NVLink domain" in m for m in msgs), msgs
+
+
+# --- the domain judged as one: trays compared with each other ------------------------------
+
+REAL = parse("nvidia-smi-xml", (XML / "gb200x4-580-real.txt").read_text())
+
+
+def _tray(node: str, slot: int, clique: int = 2, cluster: str | None = None, **gpu: int) -> Any:
+    """A tray read as the real GB200 capture, its GPUs moved to ``clique`` (and ``gpuN=c``:
+    GPU N alone in clique c)."""
+    from rackops.checks.nvldomain import TrayRead
+
+    uuid = cluster or "00000001-0000-0000-0000-000000000001"
+    gpus = tuple(
+        dataclasses.replace(
+            g, fabric_clique_id=gpu.get(f"gpu{g.index}", clique), fabric_cluster_uuid=uuid
+        )
+        for g in REAL.gpus
+    )
+    return TrayRead(node, slot, gpus)
+
+
+def _domain(*odd: Any, pinned: int | None = None) -> tuple[list[Finding], dict[str, Any]]:
+    from rackops.checks.nvldomain import judge_domain
+
+    by_slot = {t.slot: t for t in odd}
+    trays = [by_slot.get(s) or _tray(f"tray{s:02d}", s) for s in range(1, 19)]
+    return judge_domain("nvl72-a", trays, 72, pinned)
+
+
+def test_a_whole_domain_is_one_partition_of_72_gpus() -> None:
+    found, view = _domain()
+    assert [(f.code, f.status) for f in found] == [("NVL-000", Status.OK)]
+    assert "72 of 72 GPUs in one partition (clique 2" in found[0].message
+    assert view["in_partition"] == 72 and view["partition"]["clique"] == 2
+    assert len(view["trays"]) == 18
+
+
+def test_a_tray_in_another_clique_is_that_tray_not_its_gpus() -> None:
+    found, view = _domain(_tray("tray07", 7, clique=3))
+    assert [(f.code, f.subject.node, f.subject.gpu) for f in found] == [("NVL-001", "tray07", None)]
+    assert "slot 7" in found[0].message and "68 of its 72 GPUs" in found[0].message
+    assert view["in_partition"] == 68 and view["trays"]["tray07"]["in_partition"] == 0
+
+
+def test_a_tray_of_another_cluster_is_named_too() -> None:
+    other = "00000002-0000-0000-0000-000000000002"
+    found, _ = _domain(_tray("tray11", 11, cluster=other))
+    assert [(f.code, f.subject.node) for f in found] == [("NVL-001", "tray11")]
+    assert other in found[0].message
+
+
+def test_one_gpu_apart_from_its_tray_is_that_gpu() -> None:
+    found, _ = _domain(_tray("tray05", 5, gpu3=9))
+    assert [(f.code, f.subject.node, f.subject.gpu) for f in found] == [("NVL-001", "tray05", 3)]
+
+
+def test_a_split_domain_with_no_majority_names_each_part() -> None:
+    half = [_tray(f"tray{s:02d}", s, clique=3) for s in range(10, 19)]
+    found, _ = _domain(*half)
+    assert [(f.code, f.status, f.subject.node) for f in found] == [("NVL-002", Status.FAIL, None)]
+    assert "tray01" in found[0].message and "tray18" in found[0].message
+
+
+def test_a_pinned_clique_is_held_and_an_unread_tray_is_an_error() -> None:
+    from rackops.checks.nvldomain import TrayRead
+
+    found, _ = _domain(TrayRead("tray04", 4, None), pinned=5)
+    codes = [(f.code, f.status, f.subject.node) for f in found]
+    assert ("NVL-005", Status.ERROR, "tray04") in codes
+    assert ("NVL-003", Status.FAIL, None) in codes
+
+
+def test_a_gpu_off_the_fabric_is_that_gpu_never_its_tray() -> None:
+    """A GPU that did not join is short of the domain's 72: named as that GPU (GPU-009 on
+    its node says why), never its tray or the domain."""
+    t = _tray("tray02", 2)
+    off = dataclasses.replace(t.gpus[1], fabric_status="Insufficient Resources")
+    t = dataclasses.replace(t, gpus=(t.gpus[0], off, *t.gpus[2:]))
+    found, view = _domain(t)
+    assert [(f.code, f.subject.node, f.subject.gpu) for f in found] == [("NVL-004", "tray02", 1)]
+    assert view["in_partition"] == 71 and "71 of the domain's 72" in found[0].message
+
+
+# --- the domain stage of a run, its record and its report ----------------------------------
+
+
+def _run_domain(tmp_path: Path, edit: Any = None) -> dict[str, Any]:
+    """A run of the example rack whose 18 trays printed the real GB200 capture (tray07's
+    edited by ``edit``), its domain stage, and the report's culprits."""
+    from rackops.checks import check_gpu_xml
+    from rackops.suites import load_suite
+    from rackops.validate.executor import CommandResult
+    from rackops.validate.plan import make_plan
+    from rackops.validate.report import write_reports
+    from rackops.validate.rundir import RunDir
+    from rackops.validate.runner import Runner
+
+    inv = Path(__file__).resolve().parent.parent / "inventories" / "example-gb200-nvl72"
+    cluster = load_inventory(inv).raise_for_errors()
+    suite = load_suite("acceptance")
+    profiles = {"gb200-nvl72": load_profile("gb200-nvl72").profile}
+    no_executor: Any = None  # the domain stage runs no command
+    r = Runner(cluster, suite, profiles, {}, no_executor, RunDir(tmp_path), progress=print)
+    text = (XML / "gb200x4-580-real.txt").read_text()
+    for node in cluster.nodes:
+        out = edit(text) if edit is not None and node.name == "tray07" else text
+        found = check_gpu_xml(parse("nvidia-smi-xml", out), profiles["gb200-nvl72"], node=node.name)
+        argv = ("nvidia-smi", "-q", "-x")
+        result = CommandResult(node.name, argv, 0, out, "", 0.5)
+        r._record(
+            f"node/{node.name}/nvidia-smi-xml", "node", node.name, "nvidia-smi-xml", result, found
+        )
+    r.nvl_domain_stage(make_plan(cluster, suite), set(), set())
+    report, _, _ = write_reports(RunDir(tmp_path))
+    return report
+
+
+def _records(path: Path) -> list[dict[str, Any]]:
+    from rackops.validate.rundir import RunDir
+
+    return list(RunDir(path).records())
+
+
+def test_a_run_judges_the_domain_and_its_report_names_the_tray(tmp_path: Path) -> None:
+    clean = _run_domain(tmp_path / "clean")
+    recs = [r for r in _records(tmp_path / "clean") if r["kind"] == "nvldomain"]
+    assert [(r["id"], [f["code"] for f in r["findings"]]) for r in recs] == [
+        ("nvldomain/nvl72-a", ["NVL-000"])
+    ]
+    assert recs[0]["meta"]["domain"]["in_partition"] == 72
+    assert clean["culprits"] == []
+    moved = _run_domain(tmp_path / "moved", lambda t: t.replace("<cliqueId>2<", "<cliqueId>3<"))
+    where = [c["where"] for c in moved["culprits"]]
+    assert where == ["tray07"], where

@@ -38,6 +38,7 @@ KIND_ACTION = {
     "leaf": "switch",
     "sm": "switch",
     "fabric": "switch",
+    "nvldomain": "switch",  # a domain's partition is set on its NVLink switch trays
 }
 
 
@@ -67,7 +68,12 @@ class Culprit:
         if self.peer:
             parts.append(f"↔ {self.peer}")
         # a culprit on no node and no port: what of the fabric or rack it is
-        whole = {"sm": "subnet manager", "fabric": "fabric", "fleet": "rack"}.get(self.kind, "")
+        whole = {
+            "sm": "subnet manager",
+            "fabric": "fabric",
+            "fleet": "rack",
+            "nvldomain": "NVLink domain",
+        }.get(self.kind, "")
         return " ".join(p for p in parts if p) or whole
 
     def as_dict(self) -> dict[str, Any]:
@@ -141,14 +147,14 @@ class _Rules:
 
     # 1. a FAIL from a node's own checks: the most specific subject it names
     def node_checks(self) -> None:
-        for rec in self.of_kind("node") + self.of_kind("fleet"):
+        for rec in self.of_kind("node") + self.of_kind("fleet") + self.of_kind("nvldomain"):
             for f in _fails(rec):
                 s = f["subject"]
                 key: Key
-                if s.get("node") is None:  # the fleet split with no majority: the rack's
-                    key = ("fleet", f["code"], f["message"])
+                if s.get("node") is None:  # a split with no majority: the rack's, the domain's
+                    key = (rec["kind"], f["code"], f["message"])
                     self.culprits[key] = Culprit(
-                        "fleet",
+                        rec["kind"],
                         None,
                         f["message"],
                         f.get("remediation") or "",
@@ -263,7 +269,9 @@ class _Rules:
     # 2. ERRORs: evidence for a culprit they touch, set aside when explained, else errors
     def route_errors(self) -> None:
         node_culprits = {
-            k[0] for k in self.culprits if k[0] not in ("cabling", "fleet", "isl", "sm", "fabric")
+            k[0]
+            for k in self.culprits
+            if k[0] not in ("cabling", "fleet", "nvldomain", "isl", "sm", "fabric")
         }
         bad_hca = {(k[0], k[2]) for k in self.culprits if k[1] == "hca"}
         for rec in self.records:

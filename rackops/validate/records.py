@@ -37,6 +37,7 @@ Kind = Literal[
     "fleet",
     "switch",
     "fabric",
+    "nvldomain",
 ]
 KINDS: tuple[str, ...] = get_args(Kind)
 STATUSES = ("OK", "WARN", "FAIL", "ERROR")
@@ -363,6 +364,7 @@ META: dict[str, Spec] = {  # per kind (and the phy tool): what readers index
     "cabling": {"source": (False, optional(name)), "seen": (False, json_value)},
     "nccl": {"nodes": (False, list_of(node_name))},
     "fleet": {"how": (False, text)},
+    "nvldomain": {"domain": (False, json_value)},
     "switch": {
         "switch": (False, optional(name)),
         "role": (False, optional(one_of("leaf", "spine"))),

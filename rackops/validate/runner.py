@@ -27,6 +27,7 @@ from rackops.validate.plan import PERFTEST_PORT, Plan
 from rackops.validate.rundir import RunDir
 from rackops.validate.stages.base import Progress, bar
 from rackops.validate.stages.fleet import FleetStage
+from rackops.validate.stages.nvldomain import NvlDomainStage
 from rackops.validate.stages.gpuload import GpuLoadStage
 from rackops.validate.stages.ibdiag import IbdiagStage
 from rackops.validate.stages.nccl import NcclStage
@@ -68,7 +69,16 @@ PORT_BLOCKS = "perftest-port-blocks.json"  # in the run directory: the blocks it
 
 
 @dataclass
-class Runner(NodeStage, FleetStage, GpuLoadStage, PairStage, SwitchStage, IbdiagStage, NcclStage):
+class Runner(
+    NodeStage,
+    FleetStage,
+    NvlDomainStage,
+    GpuLoadStage,
+    PairStage,
+    SwitchStage,
+    IbdiagStage,
+    NcclStage,
+):
     """A run: its stages (``rackops.validate.stages``) in order, over one state."""
 
     cluster: Cluster
@@ -130,6 +140,7 @@ class Runner(NodeStage, FleetStage, GpuLoadStage, PairStage, SwitchStage, Ibdiag
         """Everything between the first check and the last load: fleet, physical, pair
         rounds, multi-node NCCL."""
         self.fleet_stage(plan, done, unreachable)
+        self.nvl_domain_stage(plan, done, unreachable)
         phy = self.suite.checks.physical
         physical = None
         if phy is not None:
