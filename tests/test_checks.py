@@ -52,6 +52,15 @@ VERDICTS = {
     "nvidia-smi-xml/gb200x4-gpu0-in-progress": "FAIL",
     "nvidia-smi-xml/b200x8-580-real": "FAIL",
     "nvidia-smi-xml/h100x8-580-real": "OK",
+    # IMEX against the example NVL72 domain (18 trays, driver 580.173.02 pinned): the
+    # public 570.172 table is the wrong version on every node (FAIL); one- and two-node
+    # domains are not its 18 trays (FAIL); DEGRADED and a down node FAIL; a cut table ERRORs
+    "nvidia-imex/aws-pcs-570-18node-up": "FAIL",
+    "nvidia-imex/gh200-570-1node-up": "FAIL",
+    "nvidia-imex/gh200-570-2node-up": "FAIL",
+    "nvidia-imex/json-580-degraded-dcgm-sample": "FAIL",
+    "nvidia-imex/derived-18node-node7-unavailable": "FAIL",
+    "nvidia-imex/cut-18node-mid-matrix": "ERROR",
     # ibdiagnet: a link at 2x of a fabric whose Summary counts 15 errors; one master SM in the
     # .sm file; a net_dump whose links are all alike; cut or trimmed output is ERROR, and the
     # manual's two speed lines FAIL their links before the cut's ERROR
@@ -343,6 +352,8 @@ def _args(tool: str) -> list[str]:
         return ["-i", str(ROOT / "inventories/example-roce"), "--node", "node01"]
     if tool in ("nvidia-smi-topo",):
         return ["-i", str(ROOT / "inventories/example-ib"), "--node", "node01"]
+    if tool == "nvidia-imex":  # a tray of the example NVL72 domain
+        return ["-i", str(ROOT / "inventories/example-gb200-nvl72"), "--node", "tray01"]
     return ["--profile", "h100-sxm-ndr", "--suite", "acceptance"]
 
 

@@ -326,3 +326,70 @@ def test_a_run_judges_the_domain_and_its_report_names_the_tray(tmp_path: Path) -
     moved = _run_domain(tmp_path / "moved", lambda t: t.replace("<cliqueId>2<", "<cliqueId>3<"))
     where = [c["where"] for c in moved["culprits"]]
     assert where == ["tray07"], where
+
+
+# --- IMEX: the domain as each tray's daemon sees it ----------------------------------------
+
+IMEX = Path(__file__).parent / "fixtures" / "nvidia-imex"
+
+
+def _imex_rack(r: Rack) -> Any:
+    """The example domain with its trays at the AWS table's addresses, on its IMEX version."""
+    table = (IMEX / "aws-pcs-570-18node-up.txt").read_text()
+    addrs = [
+        line.split(" - ")[1].strip() for line in table.splitlines() if line.startswith("Node #")
+    ]
+    text = (r.path / "hosts.yml").read_text()
+    for i, addr in enumerate(addrs, start=1):
+        text = text.replace(f"ansible_host: 192.0.2.{20 + i},", f"ansible_host: {addr},")
+    (r.path / "hosts.yml").write_text(text)
+    r.set("group_vars/all/versions.yml", "rackops_versions.driver", "570.172")
+    return load_inventory(r.path).raise_for_errors()
+
+
+def _imex(cluster: Any, text: str, tray: str = "tray01") -> list[Finding]:
+    from rackops.checks.imex import check_imex
+
+    node = cluster.node(tray)
+    return check_imex(parse("nvidia-imex", text), node=node, cluster=cluster, driver="570.172")
+
+
+def test_a_whole_imex_domain_is_ok(nvl72: Rack) -> None:
+    cluster = _imex_rack(nvl72)
+    found = _imex(cluster, (IMEX / "aws-pcs-570-18node-up.txt").read_text())
+    assert [(f.code, f.status) for f in found] == [("IMEX-OK", Status.OK)]
+
+
+def test_a_tray_whose_imex_is_down_is_that_tray_from_every_view(nvl72: Rack) -> None:
+    cluster = _imex_rack(nvl72)
+    text = (IMEX / "derived-18node-node7-unavailable.txt").read_text()
+    for looker in ("tray01", "tray12"):
+        found = [f for f in _imex(cluster, text, looker) if f.status is not Status.OK]
+        assert [(f.code, f.subject.node) for f in found] == [("IMEX-002", "tray08")], found
+
+
+def test_one_lost_imex_connection_and_a_short_node_table_are_named(nvl72: Rack) -> None:
+    cluster = _imex_rack(nvl72)
+    text = (IMEX / "aws-pcs-570-18node-up.txt").read_text()
+    rows = text.splitlines()
+    at = next(i for i, x in enumerate(rows) if x.strip().startswith("3 ") and "C   C" in x)
+    cells = rows[at].split()
+    cells[5] = "D"  # node 3 lost node 4
+    rows[at] = "       " + "   ".join(cells)
+    found = [f for f in _imex(cluster, "\n".join(rows)) if f.status is not Status.OK]
+    assert [f.code for f in found] == ["IMEX-005"]
+    assert "#3 (tray04) -> IMEX node #4 (tray05): D (disconnected)" in found[0].message
+    one = (IMEX / "gh200-570-2node-up.txt").read_text()
+    short = [f.code for f in _imex(cluster, one) if f.status is not Status.OK]
+    assert short == ["IMEX-003"]
+
+
+def test_imex_runs_only_on_trays_of_a_domain(nvl72: Rack, ib: Rack) -> None:
+    from rackops.suites import load_suite
+    from rackops.validate.plan import make_plan
+
+    suite = load_suite("acceptance")
+    plan = make_plan(load_inventory(nvl72.path).raise_for_errors(), suite)
+    assert any(c.tool == "nvidia-imex" for c in plan.node_checks)
+    plan = make_plan(load_inventory(ib.path).raise_for_errors(), suite)
+    assert not any(c.tool == "nvidia-imex" for c in plan.node_checks)

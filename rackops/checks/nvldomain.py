@@ -54,18 +54,18 @@ def judge_domain(
         for g in t.gpus
         if _joined(g)
     }
-    for t in trays:
-        if t.gpus is None:
-            found.append(
-                Finding(
-                    "NVL-005",
-                    Status.ERROR,
-                    Subject(node=t.node),
-                    f"domain {name}: {t.node} (slot {t.slot}) was not read (its nvidia-smi -q -x "
-                    "step says why): the domain is judged without it",
-                    remediation="fix what kept the tray's GPU inventory from being read, run again",
-                )
-            )
+    found += [
+        Finding(
+            "NVL-005",
+            Status.ERROR,
+            Subject(node=t.node),
+            f"domain {name}: {t.node} (slot {t.slot}) was not read (its nvidia-smi -q -x "
+            "step says why): the domain is judged without it",
+            remediation="fix what kept the tray's GPU inventory from being read, run again",
+        )
+        for t in trays
+        if t.gpus is None
+    ]
     counts = Counter(joined.values())
     ranked = counts.most_common()
     view: dict[str, Any] = {"domain": name, "size": size, "trays": {}}
@@ -105,38 +105,8 @@ def judge_domain(
                 action="switch",
             )
         )
-    view.update(
-        partition={"clique": major[0], "cluster": major[1]},
-        in_partition=held,
-        trays={
-            t.node: {
-                "slot": t.slot,
-                "read": t.gpus is not None,
-                "in_partition": sum(
-                    1 for (n, _), p in joined.items() if n == t.node and p == major
-                ),
-                "gpus": 0 if t.gpus is None else len(t.gpus),
-            }
-            for t in trays
-        },
-    )
-    for t in trays:  # the domain's GPUs that joined no partition: GPU-009 says why
-        for g in t.gpus or ():
-            if not _joined(g):
-                found.append(
-                    Finding(
-                        "NVL-004",
-                        Status.FAIL,
-                        Subject(node=t.node, gpu=g.index),
-                        f"{t.node} GPU {g.index} (slot {t.slot} of {name}) is not in the "
-                        f"domain's partition: fabric {g.fabric_state}/{g.fabric_status}; "
-                        f"{held} of the domain's {size} GPUs are",
-                        held,
-                        size,
-                        "GPUs",
-                        remediation="see GPU-009 for this GPU: the fabric did not take it",
-                    )
-                )
+    view.update(_view(trays, joined, major, held))
+    found += _off_fabric(name, trays, held, size)
     if not found:
         found.append(
             Finding(
@@ -151,6 +121,51 @@ def judge_domain(
             )
         )
     return found, view
+
+
+def _view(
+    trays: Sequence[TrayRead],
+    joined: dict[tuple[str, int], Partition],
+    major: Partition,
+    held: int,
+) -> dict[str, Any]:
+    """The domain as the report shows it: its partition, how many GPUs are in it, each tray."""
+    return {
+        "partition": {"clique": major[0], "cluster": major[1]},
+        "in_partition": held,
+        "trays": {
+            t.node: {
+                "slot": t.slot,
+                "read": t.gpus is not None,
+                "in_partition": sum(
+                    1 for (n, _), p in joined.items() if n == t.node and p == major
+                ),
+                "gpus": 0 if t.gpus is None else len(t.gpus),
+            }
+            for t in trays
+        },
+    }
+
+
+def _off_fabric(name: str, trays: Sequence[TrayRead], held: int, size: int) -> list[Finding]:
+    """The domain's GPUs that joined no partition, each that GPU (GPU-009 says why)."""
+    return [
+        Finding(
+            "NVL-004",
+            Status.FAIL,
+            Subject(node=t.node, gpu=g.index),
+            f"{t.node} GPU {g.index} (slot {t.slot} of {name}) is not in the domain's "
+            f"partition: fabric {g.fabric_state}/{g.fabric_status}; {held} of the domain's "
+            f"{size} GPUs are",
+            held,
+            size,
+            "GPUs",
+            remediation="see GPU-009 for this GPU: the fabric did not take it",
+        )
+        for t in trays
+        for g in t.gpus or ()
+        if not _joined(g)
+    ]
 
 
 def _apart(

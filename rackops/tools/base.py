@@ -106,3 +106,4 @@ class Tool:
     # not run on a node whose inventory says rackops_nvidia_stack: false
     facts: Facts | None = None  # what the fleet compares of its output, where it yields any
     facts_join: bool = False  # its facts join on the others' (FactSink.pci): read after them
+    nvlink_domain: bool = False  # reads a multi-node NVLink domain (IMEX): trays of one only

@@ -27,11 +27,11 @@ from rackops.validate.plan import PERFTEST_PORT, Plan
 from rackops.validate.rundir import RunDir
 from rackops.validate.stages.base import Progress, bar
 from rackops.validate.stages.fleet import FleetStage
-from rackops.validate.stages.nvldomain import NvlDomainStage
 from rackops.validate.stages.gpuload import GpuLoadStage
 from rackops.validate.stages.ibdiag import IbdiagStage
 from rackops.validate.stages.nccl import NcclStage
 from rackops.validate.stages.nodes import NodeStage
+from rackops.validate.stages.nvldomain import NvlDomainStage
 from rackops.validate.stages.pairs import PairStage
 from rackops.validate.stages.switches import SwitchStage
 

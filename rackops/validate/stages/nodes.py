@@ -170,6 +170,8 @@ class NodeStage(StageBase):
                 continue  # an inbox-RDMA node has no DOCA-OFED or MFT program to run
             if not n.hcas and get_tool(c.tool).hca:
                 continue  # a GPU-only node: no HCA to read
+            if n.nvlink is None and get_tool(c.tool).nvlink_domain:
+                continue  # IMEX: only a tray of a multi-node NVLink domain runs it
             if c.name == nccl_tests.SINGLE_NODE and gpus == 1:
                 continue
             if {"{netdevs}", "{devices}", "{hw_root}", nccl_tests.GPUS} & set(c.argv):

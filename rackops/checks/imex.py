@@ -1,0 +1,177 @@
+"""IMEX on a tray of a multi-node NVLink domain: the domain as this tray's daemon sees it
+(``nvidia-imex-ctl -N``) — UP, every node of it READY at the driver's version, every
+connection of the matrix C, and as many nodes as the domain has trays.
+
+A node the table names is mapped to the inventory by its host name (``-H``) or its address,
+so a tray whose IMEX is down is named as that tray from every other tray's view (one
+culprit, however many trays see it), never as the tray that looked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from rackops.findings import Finding, Status, Subject
+from rackops.inventory.model import Cluster, Node
+from rackops.parsers.nvidia_imex import CONNECTION, ImexDomain, ImexNode
+
+FIX_NODE = (
+    "start IMEX on that tray (systemctl status nvidia-imex; /var/log/nvidia-imex.log says why "
+    "it stopped) with the same nodes_config.cfg as every other tray"
+)
+
+
+def _trays(cluster: Cluster | None, node: Node | None) -> list[Node]:
+    if cluster is None or node is None or node.nvlink is None:
+        return []
+    domain = node.nvlink.domain
+    return [n for n in cluster.nodes if n.nvlink is not None and n.nvlink.domain == domain]
+
+
+def _who(n: ImexNode, trays: Sequence[Node]) -> Node | None:
+    """The inventory tray an IMEX node is: its host name, else its address."""
+    for t in trays:
+        if n.hostname is not None and n.hostname in (t.name, t.address):
+            return t
+    return next((t for t in trays if n.address == t.address), None)
+
+
+def check_imex(
+    parsed: ImexDomain,
+    *,
+    node: Node | None,
+    cluster: Cluster | None,
+    driver: str | None,
+) -> list[Finding]:
+    here = None if node is None else node.name
+    if not parsed.complete:
+        why = "; ".join(parsed.errors) or "no domain state or matrix rows missing (cut short?)"
+        return [
+            Finding(
+                "IMEX-000",
+                Status.ERROR,
+                Subject(node=here),
+                f"nvidia-imex-ctl -N output is not whole: {why}",
+                remediation="run nvidia-imex-ctl -N -H again on the tray; it needs the IMEX "
+                "config (IMEX_CMD_ENABLED=1) and a running daemon",
+            )
+        ]
+    trays = _trays(cluster, node)
+    found: list[Finding] = []
+    named = {n.index: _who(n, trays) for n in parsed.nodes}
+
+    def subject(n: ImexNode) -> Subject:
+        t = named.get(n.index)
+        return Subject(node=t.name if t is not None else here)
+
+    def label(n: ImexNode) -> str:
+        t = named.get(n.index)
+        return f"IMEX node #{n.index} ({t.name if t else n.address})"
+
+    found += _nodes(parsed, here, driver, subject, label)
+    found += _links(parsed, here, label)
+    if trays and len(parsed.nodes) != len(trays):
+        found.append(
+            Finding(
+                "IMEX-003",
+                Status.FAIL,
+                Subject(node=here),
+                f"{here}'s IMEX domain has {len(parsed.nodes)} nodes, the NVLink domain "
+                f"{trays[0].nvlink.domain if trays[0].nvlink else ''} has {len(trays)} trays",
+                len(parsed.nodes),
+                len(trays),
+                "nodes",
+                remediation="list every tray of the domain in /etc/nvidia-imex/nodes_config.cfg, "
+                "the same file on every tray, then restart IMEX",
+            )
+        )
+    if parsed.state != "UP" and not found:
+        found.append(
+            Finding(
+                "IMEX-001",
+                Status.FAIL,
+                Subject(node=here),
+                f"IMEX domain {parsed.state} as {here} sees it",
+                parsed.state,
+                "UP",
+                remediation=FIX_NODE,
+            )
+        )
+    if not found:
+        found.append(
+            Finding(
+                "IMEX-OK",
+                Status.OK,
+                Subject(node=here),
+                f"IMEX domain UP: {len(parsed.nodes)} nodes READY, all connected",
+                len(parsed.nodes),
+                len(trays) or len(parsed.nodes),
+                "nodes",
+            )
+        )
+    return found
+
+
+def _nodes(
+    parsed: ImexDomain,
+    here: str | None,
+    driver: str | None,
+    subject: Callable[[ImexNode], Subject],
+    label: Callable[[ImexNode], str],
+) -> list[Finding]:
+    """Every node READY, at the driver's version."""
+    found: list[Finding] = []
+    for n in parsed.nodes:
+        if n.state != "READY":
+            found.append(
+                Finding(
+                    "IMEX-002",
+                    Status.FAIL,
+                    subject(n),
+                    f"{label(n)} is {n.state} as {here} sees the domain",
+                    n.state,
+                    "READY",
+                    remediation=FIX_NODE,
+                )
+            )
+        elif driver is not None and n.version is not None and n.version != driver:
+            found.append(
+                Finding(
+                    "IMEX-004",
+                    Status.FAIL,
+                    subject(n),
+                    f"{label(n)} runs IMEX {n.version}, the driver pinned is {driver}: IMEX "
+                    "must be the driver's exact version",
+                    n.version,
+                    driver,
+                    remediation="install the nvidia-imex package of the driver (rackops provision)",
+                )
+            )
+    return found
+
+
+def _links(parsed: ImexDomain, here: str | None, label: Callable[[ImexNode], str]) -> list[Finding]:
+    """Every connection of the matrix C, between nodes that are READY."""
+    found: list[Finding] = []
+    by_index = {n.index: n for n in parsed.nodes}
+    down = {n.index for n in parsed.nodes if n.state != "READY"}
+    for link in parsed.links:
+        if link.state == "C" or link.dst in down or link.src in down:
+            continue  # a node that is not READY is named once, not by each of its links
+        a, b = by_index.get(link.src), by_index.get(link.dst)
+        what = CONNECTION.get(link.state, link.state)
+        found.append(
+            Finding(
+                "IMEX-005",
+                Status.FAIL,
+                Subject(node=here),
+                f"IMEX connection {label(a) if a else link.src} -> "
+                f"{label(b) if b else link.dst}: {link.state} ({what})",
+                link.state,
+                "C",
+                remediation="check the IMEX network between the two trays (the addresses in "
+                "nodes_config.cfg) and that both list the same nodes"
+                + (" (!M!: their nodes_config.cfg differ)" if link.state == "!M!" else ""),
+            )
+        )
+    return found
