@@ -393,3 +393,17 @@ def test_imex_runs_only_on_trays_of_a_domain(nvl72: Rack, ib: Rack) -> None:
     assert any(c.tool == "nvidia-imex" for c in plan.node_checks)
     plan = make_plan(load_inventory(ib.path).raise_for_errors(), suite)
     assert not any(c.tool == "nvidia-imex" for c in plan.node_checks)
+
+
+def test_the_report_shows_the_domain_on_its_first_screen(tmp_path: Path) -> None:
+    import html
+
+    report = _run_domain(tmp_path, lambda t: t.replace("<cliqueId>2<", "<cliqueId>3<"))
+    (dom,) = report["nvlink_domains"]
+    assert dom["domain"] == "nvl72-a" and dom["in_partition"] == 68 and dom["size"] == 72
+    assert [(t["node"], t["slot"], t["in_partition"]) for t in dom["short"]] == [("tray07", 7, 0)]
+    page = html.unescape((tmp_path / "report.html").read_text())
+    first = page[: page.index("Could not decide") if "Could not decide" in page else None]
+    assert "68 of 72" in first and "tray07 (slot 7: 0 of 4)" in first
+    groups = [c["action"] for c in report["culprits"]]
+    assert groups == ["switch"]  # the tray's partition is set on the NVLink switch trays

@@ -197,6 +197,7 @@ def _apart(
                     f"clique {p[0]}",
                     f"clique {major[0]}",
                     remediation=FIX_TRAY,
+                    action="switch",  # the partition is set on the NVLink switch trays
                 )
             )
             continue

@@ -99,6 +99,7 @@ def report_of(run: RunDir, records: list[dict[str, Any]], verdict: Verdict) -> d
         ),
         "nccl_curves": curves,
         "fleet": _fleet(run),
+        "nvlink_domains": _domains(records),
         "switch_ports": sw_ports,
         "isls": isls(sw_ports),
         "gpus": gpu_figures(records),
@@ -136,6 +137,39 @@ def _link_lines(records: list[dict[str, Any]]) -> dict[str, dict[str, float | No
 
 
 MAX_FLEET_ROWS = 200  # differing facts shown in the report's fleet table
+
+
+def _domains(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each multi-node NVLink domain as its stage saw it (``nvldomain`` records' view): the
+    partition, how many of its GPUs are in it, and the trays short of their GPUs in it."""
+    out = []
+    for r in records:
+        view = (r.get("meta") or {}).get("domain") if r["kind"] == "nvldomain" else None
+        if not isinstance(view, dict):
+            continue
+        given = view.get("trays")
+        trays: dict[str, Any] = given if isinstance(given, dict) else {}
+        short = [
+            {"node": n, **t}
+            for n, t in sorted(trays.items(), key=lambda kv: natural_key(kv[0]))
+            if isinstance(t, dict) and (not t.get("read") or t.get("in_partition") != t.get("gpus"))
+        ]
+        out.append(
+            {
+                "domain": view.get("domain"),
+                "size": view.get("size"),
+                "partition": view.get("partition"),
+                "in_partition": view.get("in_partition"),
+                "trays": len(trays),
+                "short": short,
+                "status": max(
+                    (f["status"] for f in r["findings"]),
+                    key=lambda st: STATUS_VALUE.get(st, 0),
+                    default="OK",
+                ),
+            }
+        )
+    return out
 
 
 def _fleet(run: RunDir) -> dict[str, Any] | None:
