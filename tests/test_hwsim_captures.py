@@ -152,3 +152,47 @@ def test_the_performance_report_and_its_reason_counters_are_the_real_layout(
     assert g.reasons.keys() == r.reasons.keys()
     assert 1.2e6 <= g.reason_counters_us["sw_power_cap"] <= 1.6e6  # the 1.5 s load
     assert r.reason_counters_us["sw_power_cap"] > 15e6
+
+
+REAL_XML = FIX / "nvidia-smi-xml"
+
+
+def _fabric_blocks(text: str) -> list[list[tuple[str, str]]]:
+    """Each GPU's <fabric> block as (element, value) pairs in the order printed."""
+    import xml.etree.ElementTree as ET
+
+    root = ET.fromstring(text.strip())
+    return [
+        [(e.tag, (e.text or "").strip()) for e in g.find("fabric").iter() if e.tag != "fabric"]
+        for g in root.findall("gpu")
+    ]
+
+
+def test_an_hgx_gpus_fabric_block_is_the_real_r580_one(tmp_path: Path) -> None:
+    env = _bin(tmp_path, {"hardware": {"gpus": 8}, "nodes": {}})
+    sim = _fabric_blocks(_run(env, "nvidia-smi", "-q", "-x").stdout)
+    real = _fabric_blocks((REAL_XML / "h100x8-580-real.txt").read_text())
+    assert sim == real
+
+
+def test_a_trays_fabric_block_is_the_real_gb200_one(tmp_path: Path) -> None:
+    hw = {"gpus": 4, "gpu_model": "NVIDIA GB200", "nvlink_domain": "nvl72-a"}
+    env = _bin(tmp_path, {"hardware": hw, "nodes": {}})
+    sim = _fabric_blocks(_run(env, "nvidia-smi", "-q", "-x").stdout)
+    real = _fabric_blocks((REAL_XML / "gb200x4-580-real.txt").read_text())
+    assert sim == real
+
+
+def test_a_trays_fabric_faults_print_what_the_public_reports_show(tmp_path: Path) -> None:
+    hw = {"gpus": 4, "gpu_model": "NVIDIA GB200", "nvlink_domain": "nvl72-a"}
+    faults = [
+        {"kind": "fabric_insufficient", "gpu": 2},
+        {"kind": "fabric_unhealthy", "gpu": 1},
+        {"kind": "fabric_clique", "gpu": 3, "clique": 7},
+    ]
+    env = _bin(tmp_path, {"hardware": hw, "nodes": {"node01": {"faults": faults}}})
+    sim = _run(env, "nvidia-smi", "-q", "-x").stdout
+    derived = (REAL_XML / "gb200x4-gpu2-insufficient-resources.txt").read_text()
+    blocks, want = _fabric_blocks(sim), _fabric_blocks(derived)
+    assert blocks[2] == want[2] and blocks[0] == want[0]
+    assert ("summary", "Unhealthy") in blocks[1] and ("cliqueId", "7") in blocks[3]

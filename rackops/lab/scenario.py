@@ -89,6 +89,10 @@ class Fault(_F):
         "xid",  # gpu logs Xid `code`, `when` during the run's load or before the run
         "slow_gemm",  # gpu's GEMM (dcgmproftester -t 1004) at `factor` of its peers
         "slow_hbm",  # gpu's memory bandwidth (dcgmproftester -t 1005) at `factor`
+        # a multi-node NVLink domain (issue 42): on a tray (hardware nvlink_domain)
+        "fabric_insufficient",  # gpu: Completed/Insufficient Resources, clique 0, zero UUID
+        "fabric_unhealthy",  # gpu: Completed/Success with health summary Unhealthy
+        "fabric_clique",  # the tray (or gpu) joined partition `clique`, not the domain's
     ]
     hca: str | None = Field(default=None, pattern=HCA)
     state: Literal["Down", "Polling", "Disabled"] | None = None
@@ -108,6 +112,7 @@ class Fault(_F):
     mtu: int | None = None
     swap_with: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
     rail: int | None = Field(default=None, ge=0, le=31)
+    clique: int | None = Field(default=None, ge=0, le=65535)
     ber: float | None = Field(default=None, gt=0, lt=1)
     lane: int | None = Field(default=None, ge=1, le=8)
     rx_power_dbm: float | None = Field(default=None, ge=-40, le=10)

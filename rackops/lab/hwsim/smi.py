@@ -170,6 +170,59 @@ def _smi_persistence(node, gpus, args):
     return 0
 
 
+ZERO_UUID = "00000000-0000-0000-0000-000000000000"
+HEALTH = (
+    "summary",
+    "bandwidth",
+    "route_recovery_in_progress",
+    "route_unhealthy",
+    "access_timeout_recovery",
+    "incorrect_configuration",
+)
+
+
+def _fabric_xml(node, g):
+    """<fabric> as R580 prints it. An HGX node (580.105.08 H100, tests/fixtures/nvidia-smi-xml/
+    h100x8-580-real.txt): clique 0, a zero cluster UUID, every health field N/A. A tray of a
+    multi-node NVLink domain (580.173.02 GB200, gb200x4-580-real.txt): its partition's clique
+    and cluster UUID, health Healthy/Full, the flags False, partition_assigned N/A. A GPU
+    the fabric has not configured (fabric_manager_down; NMX on an NVL72) prints In Progress
+    and N/A everywhere (gpu-operator#2511, 580.159.04)."""
+    tray = node.hw.get("nvlink_domain")
+    if node.faults_of("fabric_manager_down"):
+        values = ["In Progress", "N/A", "N/A", "N/A"] + ["N/A"] * len(HEALTH)
+        extra = ["N/A"] if tray else []
+    elif not tray:
+        values = ["Completed", "Success", "0", ZERO_UUID] + ["N/A"] * len(HEALTH)
+        extra = []
+    else:
+        clique = node.hw.get("fabric_clique", 2)
+        moved = node.fault("fabric_clique", gpu=g) or next(
+            (f for f in node.faults_of("fabric_clique") if f.get("gpu") is None), None
+        )
+        if moved is not None:
+            clique = moved.get("clique", clique)
+        status, cluster = (
+            "Success",
+            node.hw.get("fabric_cluster", "00000001-0000-0000-0000-000000000001"),
+        )
+        if node.fault("fabric_insufficient", gpu=g):  # Azure/azhpc-images#506
+            status, clique, cluster = "Insufficient Resources", 0, ZERO_UUID
+        summary = "Unhealthy" if node.fault("fabric_unhealthy", gpu=g) else "Healthy"
+        values = ["Completed", status, str(clique), cluster]
+        values += [summary, "Full", "False", "False", "False", "N/A"]
+        extra = ["N/A"]
+    tags = ["state", "status", "cliqueId", "clusterUuid"]  # python 3.9: no zip(strict=)
+    out = "\t\t<fabric>\n" + "".join(
+        "\t\t\t<%s>%s</%s>\n" % (tags[i], values[i], tags[i]) for i in range(4)
+    )
+    out += "\t\t\t<health>\n" + "".join(
+        "\t\t\t\t<%s>%s</%s>\n" % (t, values[4 + i], t) for i, t in enumerate(HEALTH)
+    )
+    out += "".join("\t\t\t\t<partition_assigned>%s</partition_assigned>\n" % v for v in extra)
+    return out + "\t\t\t</health>\n\t\t</fabric>\n"
+
+
 def _smi_xml(node, gpus, args):
     """-q -x: the XML log"""
     out = (
@@ -181,17 +234,12 @@ def _smi_xml(node, gpus, args):
     for g in gpus:
         v = _gpu_fields(node, g)
         ecc = v["ecc.errors.uncorrected.volatile.total"]
-        fab = (
-            ("In Progress", "N/A")
-            if node.faults_of("fabric_manager_down")
-            else ("Completed", "Success")
-        )
         out += (
             '\t<gpu id="%s">\n\t\t<product_name>%s</product_name>\n\t\t<persistence_mode>%s</persistence_mode>\n'
             "\t\t<mig_mode>\n\t\t\t<current_mig>Disabled</current_mig>\n\t\t\t<pending_mig>Disabled</pending_mig>\n\t\t</mig_mode>\n"
             "\t\t<serial>%s</serial>\n\t\t<uuid>%s</uuid>\n\t\t<minor_number>%d</minor_number>\n"
             "\t\t<vbios_version>%s</vbios_version>\n"
-            "\t\t<fabric>\n\t\t\t<state>%s</state>\n\t\t\t<status>%s</status>\n\t\t</fabric>\n"
+            "%s"
             "\t\t<pci>\n\t\t\t<pci_gpu_link_info>\n\t\t\t\t<pcie_gen>\n\t\t\t\t\t<max_link_gen>5</max_link_gen>\n"
             "\t\t\t\t\t<current_link_gen>1</current_link_gen>\n\t\t\t\t</pcie_gen>\n\t\t\t\t<link_widths>\n"
             "\t\t\t\t\t<max_link_width>16x</max_link_width>\n\t\t\t\t\t<current_link_width>%dx</current_link_width>\n"
@@ -220,8 +268,7 @@ def _smi_xml(node, gpus, args):
                 v["uuid"],
                 g,
                 v["vbios"],
-                fab[0],
-                fab[1],
+                _fabric_xml(node, g),
                 v["pcie.link.width.current_int"],
                 v["memory.total"],
                 ecc,
