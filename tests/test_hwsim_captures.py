@@ -196,3 +196,53 @@ def test_a_trays_fabric_faults_print_what_the_public_reports_show(tmp_path: Path
     blocks, want = _fabric_blocks(sim), _fabric_blocks(derived)
     assert blocks[2] == want[2] and blocks[0] == want[0]
     assert ("summary", "Unhealthy") in blocks[1] and ("cliqueId", "7") in blocks[3]
+
+
+def _imex_bin(tmp: Path, trays: int, faults: dict[str, list[dict[str, object]]]) -> dict[str, str]:
+    env = _bin(
+        tmp,
+        {
+            "hardware": {"gpus": 4, "nvlink_domain": "nvl-a", "driver": "570.172"},
+            "nodes": {
+                f"tray{i:02d}": {"index": i, "faults": faults.get(f"tray{i:02d}", [])}
+                for i in range(1, trays + 1)
+            },
+        },
+    )
+    wrapper = tmp / "bin" / "nvidia-imex-ctl"
+    wrapper.write_text(
+        (tmp / "bin" / "nvidia-smi").read_text().replace("nvidia-smi", "nvidia-imex-ctl")
+    )
+    wrapper.chmod(0o755)
+    return {**env, "RACKOPS_HWSIM_NODE": "tray01"}
+
+
+def test_the_imex_table_is_the_real_r570_layout(tmp_path: Path) -> None:
+    import re
+
+    env = _imex_bin(tmp_path, 18, {})
+    sim = _run(env, "nvidia-imex-ctl", "-N").stdout
+    real = (FIX / "nvidia-imex/aws-pcs-570-18node-up.txt").read_text()
+
+    def shape(text: str) -> list[str]:  # the lines with their values masked
+        masked = re.sub(r"\d+\.\d+\.\d+\.\d+", "ADDR", text)
+        masked = re.sub(r"\d+/\d+/\d{4} [\d:.]+", "TIME", masked)
+        return [re.sub(r"\s+", " ", x).strip() for x in masked.splitlines() if x.strip()]
+
+    assert shape(sim) == shape(real)
+    got = parse("nvidia-imex", sim)
+    assert got.complete and got.state == "UP" and len(got.nodes) == 18
+
+
+def test_a_tray_whose_imex_is_down_is_unavailable_in_the_others_tables(tmp_path: Path) -> None:
+    env = _imex_bin(tmp_path, 4, {"tray03": [{"kind": "imex_down"}]})
+    got = parse("nvidia-imex", _run(env, "nvidia-imex-ctl", "-N", "-H").stdout)
+    assert got.complete and got.state == "DEGRADED"
+    assert [(n.hostname, n.state, n.version) for n in got.nodes][2] == (
+        "tray03",
+        "UNAVAILABLE",
+        None,
+    )
+    assert {lk.state for lk in got.links if 2 in (lk.src, lk.dst)} == {"N"}
+    own = _run({**env, "RACKOPS_HWSIM_NODE": "tray03"}, "nvidia-imex-ctl", "-N", "-H")
+    assert own.returncode != 0 and own.stdout == ""

@@ -210,6 +210,13 @@ def packages(versions: Versions) -> list[Package]:
                 (f"nvidia-utils-{br}-server (= {v})",),
                 "NVIDIA driver (proprietary kernel modules)",
             ),
+            Package(  # a GB200/GB300 tray's IMEX (NVIDIA's CUDA repository: nvidia-imex-<branch>)
+                f"nvidia-imex-{br}",
+                v,
+                package_binaries("nvidia-imex"),
+                ("rackops-hwsim",),
+                "NVIDIA IMEX: memory export across a multi-node NVLink domain",
+            ),
             Package(
                 f"nvidia-fabricmanager-{br}",
                 v,

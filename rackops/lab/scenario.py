@@ -93,6 +93,7 @@ class Fault(_F):
         "fabric_insufficient",  # gpu: Completed/Insufficient Resources, clique 0, zero UUID
         "fabric_unhealthy",  # gpu: Completed/Success with health summary Unhealthy
         "fabric_clique",  # the tray (or gpu) joined partition `clique`, not the domain's
+        "imex_down",  # the tray's IMEX daemon is down: UNAVAILABLE in every other tray's table
     ]
     hca: str | None = Field(default=None, pattern=HCA)
     state: Literal["Down", "Polling", "Disabled"] | None = None

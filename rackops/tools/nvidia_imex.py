@@ -13,9 +13,8 @@ from rackops.suites import Suite
 from rackops.tools._smi import driver
 from rackops.tools.base import Binary, Context, NodeCheck, Tool
 
-# not simulated yet: no lab rack is an NVLink domain (the NVL72 lab scenario is issue 42's
-# next part), so the lab's stand-in repository builds no nvidia-imex package
-IMEX_CTL = Binary("nvidia-imex-ctl", "nvidia-imex", simulated=False)
+# hwsim prints it (lab/hwsim/imex.py); the lab's repository holds it in nvidia-imex-<branch>
+IMEX_CTL = Binary("nvidia-imex-ctl", "nvidia-imex")
 
 
 def plan(suite: Suite, cluster: Cluster) -> list[NodeCheck]:

@@ -10,6 +10,7 @@ from .ctk import nvidia_ctk
 from .dcgm import dcgmi, dcgmproftester
 from .fabric import iblinkinfo, ibnetdiscover
 from .ibdiag import ibdiagnet
+from .imex import nvidia_imex_ctl
 from .kmsg import dmesg
 from .nccl import nccl
 from .node import PERF, Node, emit, load_scenario, tool_fault_gate
@@ -49,7 +50,7 @@ TOOLS = (
     + PERF
     + NCCL
     + PROFTESTER
-    + ("dcgmi", "nvidia-smi", "nvidia-ctk", "dmesg", "ibdiagnet")
+    + ("dcgmi", "nvidia-smi", "nvidia-ctk", "dmesg", "ibdiagnet", "nvidia-imex-ctl")
 )
 
 
@@ -89,6 +90,8 @@ def main(argv):
         return dmesg(node, args)
     if tool == "nvidia-ctk":
         return nvidia_ctk(node, args)
+    if tool == "nvidia-imex-ctl":
+        return nvidia_imex_ctl(node, args)
     return nvidia_smi(node, args)
 
 
