@@ -54,30 +54,38 @@ def too_deep() -> DocumentTooLarge:
 def expanded_size(node: yaml.Node) -> int:
     """How many values a composed YAML node is once every alias is expanded, counted
     without expanding them (each node once); past :data:`MAX_VALUES` it is
-    ``MAX_VALUES + 1``. :class:`DocumentTooLarge` past :data:`MAX_DEPTH`."""
-    return _size(node, {}, 1)
+    ``MAX_VALUES + 1``. :class:`DocumentTooLarge` when, built, it would nest past
+    :data:`MAX_DEPTH` — an alias counts as deep as what it names, so a chain of anchors is
+    as deep as it is long."""
+    return _measure(node, {}, 1)[0]
 
 
-def _size(node: yaml.Node, seen: dict[int, int], depth: int) -> int:
+def _measure(node: yaml.Node, seen: dict[int, tuple[int, int]], depth: int) -> tuple[int, int]:
+    """(values, levels of containers from this node down), each node measured once."""
     if id(node) in seen:
-        return seen[id(node)]
+        size, height = seen[id(node)]
+        if depth - 1 + height > MAX_DEPTH:  # an alias reached deeper than first seen
+            raise too_deep()
+        return size, height
     children: list[yaml.Node] = []
     if isinstance(node, yaml.SequenceNode):
         children = node.value
     elif isinstance(node, yaml.MappingNode):
         children = [n for pair in node.value for n in pair]
     else:
-        return 1
+        return 1, 0
     if depth > MAX_DEPTH:  # ``depth`` containers, this one included
         raise too_deep()
-    seen[id(node)] = MAX_VALUES + 1  # a node reached from itself: refuse, don't loop
-    size = 1
+    seen[id(node)] = (MAX_VALUES + 1, MAX_DEPTH + 1)  # reached from itself: refuse, no loop
+    size, height = 1, 0
     for child in children:
-        size += _size(child, seen, depth + 1)
+        child_size, child_height = _measure(child, seen, depth + 1)
+        size += child_size
+        height = max(height, child_height)
         if size > MAX_VALUES:
             break
-    seen[id(node)] = size
-    return size
+    seen[id(node)] = (size, height + 1)
+    return size, height + 1
 
 
 def check_node(node: yaml.Node) -> None:

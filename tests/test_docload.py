@@ -64,3 +64,15 @@ def test_a_profile_or_suite_file_with_an_alias_bomb_is_refused_by_name(tmp_path:
         with pytest.raises(ProfileError) as err:
             load()
         assert str(err.value).startswith(f"{path}: its aliases expand"), err.value
+
+
+def test_a_chain_of_aliases_is_as_deep_as_it_expands() -> None:
+    """Each anchor holding the previous one nests one level more once built: a linear file
+    of 5,000 anchors is 5,000 levels deep, though each node is reached at depth 2."""
+    chain = "a0: &a0 [x]\n" + "".join(f"a{i}: &a{i} [*a{i - 1}]\n" for i in range(1, 5000))
+    with pytest.raises(docload.DocumentTooLarge, match="deeper"):
+        docload.load_yaml(chain)
+    with pytest.raises(docload.DocumentTooLarge, match="deeper"):
+        docload.load_yaml(chain, yaml.SafeLoader)
+    ok = "a0: &a0 [x]\n" + "".join(f"a{i}: &a{i} [*a{i - 1}]\n" for i in range(1, 150))
+    assert docload.load_yaml(ok)["a149"] is not None

@@ -509,6 +509,7 @@ def test_a_host_range_is_counted_as_ansible_expands_it(
         ("x[a:z:0]", 0),  # step 0: Ansible's error, no host
         ("x[0:9]-y[a:c]:2222", 30),  # a port after the ranges
         ("plain", 1),
+        ("x[01:100]", 0),  # zero-padded bounds of unequal width: Ansible refuses it
         ("x[0:" + "9" * 4000 + "][0:" + "9" * 4000 + "]", 10**12),  # said as "at least"
     ],
 )

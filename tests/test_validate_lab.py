@@ -178,3 +178,43 @@ def test_a_rack_of_4_gpu_nodes_provisions_and_is_accepted(tmp_path: Path) -> Non
     single = [r for r in records if r["id"].endswith("/nccl-single-node")]
     assert len(single) == 4 and all(r["argv"][r["argv"].index("-g") + 1] == "4" for r in single)
     assert all(f["status"] == "OK" for r in single for f in r["findings"])
+
+
+NVL = """
+hardware: {gpus: 4, nvlink_domain: nvl-a}   # GB200 trays in one NVLink domain (reduced to 4)
+nodes: {}
+"""
+
+
+def test_a_gb200_domain_is_accepted_and_each_fault_names_its_gpu_or_tray(tmp_path: Path) -> None:
+    """Four GB200 trays in one NVLink domain (profile lab-gb200-nvl16-roce400): clean, the
+    domain is one partition of its 16 GPUs, IMEX UP on every tray, NCCL across the trays
+    over MNNVL; then one fault of each kind is named exactly — a tray in another partition
+    as the tray, a GPU the fabric refused and an unhealthy one as those GPUs, a tray whose
+    IMEX is down as that tray (from every other tray's view) — and nothing else."""
+    from labkit import set_faults
+
+    with lab_with(tmp_path, 4, NVL) as inv:
+        rc, report = validate(inv, tmp_path / "clean")
+        assert rc == 0 and report["verdict"] == "ACCEPTED", (report["culprits"], report["errors"])
+        (dom,) = report["nvlink_domains"]
+        assert (dom["in_partition"], dom["size"], dom["short"]) == (16, 16, [])
+        set_faults(
+            {
+                "node01": [{"kind": "fabric_unhealthy", "gpu": 1}],
+                "node02": [{"kind": "imex_down"}],
+                "node03": [{"kind": "fabric_clique", "clique": 7}],
+                "node04": [{"kind": "fabric_insufficient", "gpu": 2}],
+            }
+        )
+        rc, report = validate(inv, tmp_path / "faults")
+    assert rc == 2 and report["verdict"].startswith("REJECTED")
+    assert culprits(report) == {
+        ("gpu", "node01", None, 1),
+        ("node", "node02", None, None),
+        ("node", "node03", None, None),
+        ("gpu", "node04", None, 2),
+    }, report["culprits"]
+    (dom,) = report["nvlink_domains"]
+    assert dom["in_partition"] == 11  # 16 - node03's 4 - node04's GPU 2
+    assert [t["node"] for t in dom["short"]] == ["node03", "node04"]

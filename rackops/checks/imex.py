@@ -69,7 +69,7 @@ def check_imex(
         return f"IMEX node #{n.index} ({t.name if t else n.address})"
 
     found += _nodes(parsed, here, driver, subject, label)
-    found += _links(parsed, here, label)
+    found += _links(parsed, here, label, named)
     if trays and len(parsed.nodes) != len(trays):
         found.append(
             Finding(
@@ -150,8 +150,15 @@ def _nodes(
     return found
 
 
-def _links(parsed: ImexDomain, here: str | None, label: Callable[[ImexNode], str]) -> list[Finding]:
-    """Every connection of the matrix C, between nodes that are READY."""
+def _links(
+    parsed: ImexDomain,
+    here: str | None,
+    label: Callable[[ImexNode], str],
+    named: dict[int, Node | None],
+) -> list[Finding]:
+    """Every connection of the matrix C, between nodes that are READY. A lost connection is
+    the pair's, named by its first tray whichever tray looked and whichever way it was seen
+    (every tray's table holds the whole matrix: one culprit, not one per tray)."""
     found: list[Finding] = []
     by_index = {n.index: n for n in parsed.nodes}
     down = {n.index for n in parsed.nodes if n.state != "READY"}
@@ -160,11 +167,12 @@ def _links(parsed: ImexDomain, here: str | None, label: Callable[[ImexNode], str
             continue  # a node that is not READY is named once, not by each of its links
         a, b = by_index.get(link.src), by_index.get(link.dst)
         what = CONNECTION.get(link.state, link.state)
+        ends = sorted(t.name for t in (named.get(link.src), named.get(link.dst)) if t is not None)
         found.append(
             Finding(
                 "IMEX-005",
                 Status.FAIL,
-                Subject(node=here),
+                Subject(node=ends[0] if ends else here),
                 f"IMEX connection {label(a) if a else link.src} -> "
                 f"{label(b) if b else link.dst}: {link.state} ({what})",
                 link.state,

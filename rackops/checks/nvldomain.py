@@ -20,6 +20,7 @@ from rackops.findings import Finding, Status, Subject
 from rackops.parsers.nvidia_smi import SmiGpu
 
 Partition = tuple[int | None, str | None]  # (clique, cluster UUID)
+ZERO = "00000000-0000-0000-0000-000000000000"
 
 FIX_TRAY = (
     "this tray joined another NVLink partition than its domain: check its partition on the "
@@ -52,12 +53,12 @@ def judge_domain(
         for t in trays
         if t.gpus is not None
         for g in t.gpus
-        if _joined(g)
+        if _in_partition(g)
     }
-    found += [
+    found += [  # the tray's own step is the ERROR that says why: here, only a warning
         Finding(
             "NVL-005",
-            Status.ERROR,
+            Status.WARN,
             Subject(node=t.node),
             f"domain {name}: {t.node} (slot {t.slot}) was not read (its nvidia-smi -q -x "
             "step says why): the domain is judged without it",
@@ -68,10 +69,13 @@ def judge_domain(
     ]
     counts = Counter(joined.values())
     ranked = counts.most_common()
-    view: dict[str, Any] = {"domain": name, "size": size, "trays": {}}
     if not ranked:
-        view.update(partition=None, in_partition=0)
-        return found, view
+        return found + _no_partition(name, trays), {
+            "domain": name,
+            "size": size,
+            **_view(trays, joined, (None, None), 0),
+            "partition": None,
+        }
     major, held = ranked[0]
     if len(ranked) > 1 and held * 2 <= sum(counts.values()):
         parts = "; ".join(
@@ -105,8 +109,20 @@ def judge_domain(
                 action="switch",
             )
         )
-    view.update(_view(trays, joined, major, held))
     found += _off_fabric(name, trays, held, size)
+    if held < size and not found:  # a GPU not listed at all (its node's GPU count names it)
+        found.append(
+            Finding(
+                "NVL-006",
+                Status.WARN,
+                Subject(),
+                f"domain {name}: {held} of {size} GPUs in its partition; the rest are not "
+                "listed by their trays (the trays' GPU counts say which)",
+                held,
+                size,
+                "GPUs",
+            )
+        )
     if not found:
         found.append(
             Finding(
@@ -120,13 +136,44 @@ def judge_domain(
                 "GPUs",
             )
         )
-    return found, view
+    return found, {"domain": name, "size": size, **_view(trays, joined, major, held)}
+
+
+def _in_partition(g: SmiGpu) -> bool:
+    """Joined the fabric and given a partition (a clique and cluster UUID, not 0 and zeros)."""
+    return _joined(g) and bool(g.fabric_clique_id) and g.fabric_cluster_uuid not in (None, ZERO)
+
+
+def _no_partition(name: str, trays: Sequence[TrayRead]) -> list[Finding]:
+    """No GPU of the domain is in a partition: one fault, the domain's (the switch trays
+    configure it), whatever each GPU says."""
+    states = Counter(
+        f"{g.fabric_state}/{g.fabric_status}" for t in trays for g in t.gpus or ()
+    ).most_common()
+    if not states:
+        return []
+    said = ", ".join(f"{n} {s}" for s, n in states)
+    return [
+        Finding(
+            "NVL-007",
+            Status.FAIL,
+            Subject(),
+            f"no GPU of domain {name} is in an NVLink partition ({said}): the domain's fabric "
+            "is not configured",
+            0,
+            sum(len(t.gpus or ()) for t in trays),
+            "GPUs",
+            remediation="the NVLink switch trays configure the domain before the trays boot: "
+            "check NMX (fabric manager, partition) on them, then reboot the trays",
+            action="switch",
+        )
+    ]
 
 
 def _view(
     trays: Sequence[TrayRead],
     joined: dict[tuple[str, int], Partition],
-    major: Partition,
+    major: Partition | tuple[None, None],
     held: int,
 ) -> dict[str, Any]:
     """The domain as the report shows it: its partition, how many GPUs are in it, each tray."""
@@ -155,16 +202,17 @@ def _off_fabric(name: str, trays: Sequence[TrayRead], held: int, size: int) -> l
             Status.FAIL,
             Subject(node=t.node, gpu=g.index),
             f"{t.node} GPU {g.index} (slot {t.slot} of {name}) is not in the domain's "
-            f"partition: fabric {g.fabric_state}/{g.fabric_status}; {held} of the domain's "
+            f"partition: fabric {g.fabric_state}/{g.fabric_status}, clique "
+            f"{g.fabric_clique_id}; {held} of the domain's "
             f"{size} GPUs are",
             held,
             size,
             "GPUs",
-            remediation="see GPU-009 for this GPU: the fabric did not take it",
+            remediation="see GPU-009/GPU-011 for this GPU: the fabric did not take it",
         )
         for t in trays
         for g in t.gpus or ()
-        if not _joined(g)
+        if not _in_partition(g)
     ]
 
 

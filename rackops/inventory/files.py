@@ -290,6 +290,8 @@ def range_count(name: str) -> int:
 def _range_size(beg: str, end: str, step: str) -> int:
     if not end:
         return 0
+    if beg[0] == "0" and len(beg) > 1 and len(beg) != len(end):
+        return 0  # Ansible: "host range must specify equal-length begin and end formats"
     try:
         by = int(step)
         if by == 0:

@@ -254,6 +254,8 @@ def _profile(state: LabState) -> str:
     """The profile of the lab's nodes: by engine, GPU count (= rails) and fabric."""
     if state.engine == "vm":
         return "lab-vm-rxe"
+    if state.nvlink_domain:  # GB200 trays, their domain reduced to the lab's 4 nodes
+        return "lab-gb200-nvl16-roce400"
     if state.rails == 4:
         if state.ib:
             raise ValueError("a 4-GPU lab node is RoCE (profile lab-4gpu-roce400)")
@@ -273,7 +275,12 @@ def write_inventory(state: LabState, dest: Path) -> None:
     nodes: list[LabNode] = state.nodes
     for old in (dest / "host_vars").glob("*.yml") if (dest / "host_vars").exists() else []:
         old.unlink()
-    hosts = {n.name: {"ansible_host": n.ssh_host, "ansible_port": n.ssh_port} for n in nodes}
+    hosts: dict[str, dict[str, Any]] = {
+        n.name: {"ansible_host": n.ssh_host, "ansible_port": n.ssh_port} for n in nodes
+    }
+    if state.nvlink_domain:  # each tray in its slot of the domain
+        for n in nodes:
+            hosts[n.name]["rackops_nvlink"] = {"domain": state.nvlink_domain, "slot": n.index}
     where = {n.name: rack_of(n.index, len(nodes), state.racks) for n in nodes}
     _dump(
         dest / "hosts.yml",

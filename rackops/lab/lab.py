@@ -236,12 +236,7 @@ def up(
         image = ensure_image(engine, wd, suite, systemd, log)
     key = _keys(wd)
     build_repo(wd / "repo", versions)
-    n_rails = spec.gpus  # GPU n beside HCA n on rail n: a 4-GPU node has 4 rails
-    if n_rails != RAILS and (racks > 1 or spec.ib):
-        raise LabError(
-            f"a {n_rails}-GPU lab node is on one rack of RoCE (profile lab-4gpu-roce400): "
-            f"drop --racks {racks}" + (" and hardware.link_layer" if spec.ib else "")
-        )
+    n_rails = _rails(spec, racks)
     rails = {
         n: {r: f"{RAIL_NET}.{r}.{10 + i}" for r in range(n_rails)} for i, n in enumerate(names, 1)
     }
@@ -268,6 +263,7 @@ def up(
         racks=racks,
         ib=spec.ib,
         rails=n_rails,
+        nvlink_domain=spec.nvlink_domain,
     )
     state.save()  # from here on, `down` can clean up whatever exists
     try:
@@ -480,6 +476,18 @@ def _network_names(rails: int = RAILS) -> list[str]:
     address ... is already allocated")."""
     token = os.urandom(3).hex()
     return [f"{PREFIX}-{token}-mgmt"] + [f"{PREFIX}-{token}-rail{r}" for r in range(rails)]
+
+
+def _rails(spec: Scenario, racks: int) -> int:
+    """Rails per node: GPU n beside HCA n on rail n, so a 4-GPU node has 4 rails (one rack
+    of RoCE: the 4-GPU profiles are)."""
+    n_rails = spec.gpus
+    if n_rails != RAILS and (racks > 1 or spec.ib):
+        raise LabError(
+            f"a {n_rails}-GPU lab node is on one rack of RoCE (profile lab-4gpu-roce400): "
+            f"drop --racks {racks}" + (" and hardware.link_layer" if spec.ib else "")
+        )
+    return n_rails
 
 
 def _refuse_another_lab(rails: int) -> None:

@@ -41,6 +41,7 @@ class LabState:
     switch_ssh: dict[str, int] = field(default_factory=dict)  # switch -> its SSH port
     ib: bool = False  # an InfiniBand lab (scenario hardware.link_layer: InfiniBand)
     rails: int = 8  # HCAs (and leaves) per node: 8 in containers, 2 in VMs (lab/vm.py)
+    nvlink_domain: str | None = None  # the nodes are trays of this NVLink domain (GB200)
 
     def save(self) -> None:
         data = asdict(self)

@@ -29,6 +29,7 @@ applies, and shows in hwsim's outputs there and nowhere else::
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -40,6 +41,7 @@ from rackops.tools import simulated_binaries
 from rackops.yamlpos import read_yaml_file, yaml_error_location
 
 HCA = r"^mlx5_\d+$"
+DOMAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,31}")
 
 
 class _F(BaseModel):
@@ -294,11 +296,29 @@ class Scenario(_F):
             raise InventoryError(
                 "a VM lab takes node vm: faults only (no hardware, formats or fabric faults)"
             )
+        _ = self.nvlink_domain  # not a name, or not 4-GPU trays on RoCE: refused here, first
 
     @property
     def ib(self) -> bool:
         """An InfiniBand lab: its fabric is swept by ibdiagnet, its leaves are Quantum."""
         return self.hardware.get("link_layer") == "InfiniBand"
+
+    @property
+    def nvlink_domain(self) -> str | None:
+        """The rack's trays form one multi-node NVLink domain of this name (hardware
+        ``nvlink_domain``: GB200 NVL72 trays, reduced to the lab's nodes): a lab of 4-GPU
+        trays, one rack, RoCE between them."""
+        domain = self.hardware.get("nvlink_domain")
+        if domain is None:
+            return None
+        if not isinstance(domain, str) or not DOMAIN_NAME.fullmatch(domain):
+            raise InventoryError(f"hardware.nvlink_domain {domain!r}: a name (letters, digits, -)")
+        if self.gpus != 4 or self.ib:
+            raise InventoryError(
+                "hardware.nvlink_domain: a lab NVLink domain is of 4-GPU trays on RoCE "
+                "(profile lab-gb200-nvl16-roce400): set hardware.gpus: 4, no link_layer"
+            )
+        return domain
 
     @property
     def gpus(self) -> int:

@@ -117,6 +117,7 @@ def localise(records: list[dict[str, Any]]) -> Verdict:
     their order, each a method of :class:`_Rules` for one kind of record."""
     r = _Rules(records)
     r.node_checks()
+    r.fold_domains()
     r.switch_ports()
     r.fabric()
     r.cabling()
@@ -184,6 +185,26 @@ class _Rules:
                     )
                 c.evidence.append({"step": rec["id"], **f})
             self._warn(rec)
+
+    # 1. (cont.) a multi-node NVLink domain whose fabric gave no GPU a partition is one
+    # fault, the domain's: its GPUs' own "not joined / no partition" are its evidence
+    FOLDED = frozenset({"GPU-009", "GPU-011", "NVL-004"})
+
+    def fold_domains(self) -> None:
+        for rec in self.of_kind("nvldomain"):
+            if not any(f["code"] == "NVL-007" for f in _fails(rec)):
+                continue
+            trays = ((rec.get("meta") or {}).get("domain") or {}).get("trays") or {}
+            whole = next(
+                (c for k, c in self.culprits.items() if k[0] == "nvldomain" and k[1] == "NVL-007"),
+                None,
+            )
+            if whole is None or not isinstance(trays, dict):
+                continue
+            for key in [k for k in self.culprits if k[0] in trays and k[1] == "gpu"]:
+                c = self.culprits[key]
+                if all(e.get("code") in self.FOLDED for e in c.evidence):
+                    whole.evidence += self.culprits.pop(key).evidence
 
     # 1a. a switch's own counters: a host port's errors are that HCA's cable (merged with its
     # host-side finding); both ends of one inter-switch link are one culprit, the ISL

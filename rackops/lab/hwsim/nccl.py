@@ -105,7 +105,13 @@ def nccl(node, tool, args):
     n = len(ranks)
     multi = len(nodes) > 1
     coll = tool.replace("_perf", "")
-    if multi:
+    domains = {nd.hw.get("nvlink_domain") for nd in nodes.values()}
+    if multi and len(domains) == 1 and None not in domains:  # one NVLink domain: MNNVL
+        peak = min(float(nd.hw["nccl_mnnvl_busbw_gbs"]) for nd in nodes.values())
+        for nd in nodes.values():
+            for f in nd.faults_of("node_slow"):
+                peak *= float(f.get("factor", 0.6))
+    elif multi:
         peak = min(
             float(nd.hw["hcas"]) * float(nd.hw["nccl_per_nic_busbw_gbs"]) for nd in nodes.values()
         )

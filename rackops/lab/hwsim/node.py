@@ -54,6 +54,22 @@ DEFAULT_HW = {
 }
 
 
+# a GB200 compute tray (hardware nvlink_domain): what its real nvidia-smi -q -x prints
+# (tests/fixtures/nvidia-smi-xml/gb200x4-580-real.txt, 580.173.02) and the public all_reduce
+# figures of one tray (679.61 GB/s at 8 GB, Azure, NCCL 2.25.1) and of a 72-GPU domain over
+# MNNVL (834.57 GB/s at 8 GiB, coreweave/nccl-tests PR #43); a scenario's values win
+TRAY_HW = {
+    "gpus": 4,
+    "hcas": 4,
+    "gpu_model": "NVIDIA GB200",
+    "memory_mib": 189471,
+    "nvlink_links": 18,
+    "nvlink_link_gbs": 53.125,
+    "nccl_single_busbw_gbs": 679.61,
+    "nccl_mnnvl_busbw_gbs": 834.57,
+}
+
+
 # ------------------------------------------------------------------ scenario
 
 
@@ -70,9 +86,12 @@ class Node:
         self.scenario = scenario
         self.name = name
         self.hw = dict(DEFAULT_HW)
-        self.hw.update(scenario.get("hardware", {}))
         spec = scenario.get("nodes", {}).get(name, {})
-        self.hw.update(spec.get("hardware", {}))
+        given = dict(scenario.get("hardware", {}))
+        given.update(spec.get("hardware", {}))
+        if given.get("nvlink_domain"):  # a GB200 tray unless the scenario says otherwise
+            self.hw.update(TRAY_HW)
+        self.hw.update(given)
         self.index = int(spec.get("index", 1))
         self.rails = {int(k): v for k, v in spec.get("rails", {}).items()}
         self.faults = spec.get("faults", [])

@@ -181,6 +181,11 @@ HEALTH = (
 )
 
 
+def _on_gpu(node, kind, g):
+    """A fault on GPU g: one naming it, or one naming no GPU (every GPU of the tray)."""
+    return any(f.get("gpu") is None or int(f["gpu"]) == g for f in node.faults_of(kind))
+
+
 def _fabric_xml(node, g):
     """<fabric> as R580 prints it. An HGX node (580.105.08 H100, tests/fixtures/nvidia-smi-xml/
     h100x8-580-real.txt): clique 0, a zero cluster UUID, every health field N/A. A tray of a
@@ -206,9 +211,9 @@ def _fabric_xml(node, g):
             "Success",
             node.hw.get("fabric_cluster", "00000001-0000-0000-0000-000000000001"),
         )
-        if node.fault("fabric_insufficient", gpu=g):  # Azure/azhpc-images#506
+        if _on_gpu(node, "fabric_insufficient", g):  # Azure/azhpc-images#506
             status, clique, cluster = "Insufficient Resources", 0, ZERO_UUID
-        summary = "Unhealthy" if node.fault("fabric_unhealthy", gpu=g) else "Healthy"
+        summary = "Unhealthy" if _on_gpu(node, "fabric_unhealthy", g) else "Healthy"
         values = ["Completed", status, str(clique), cluster]
         values += [summary, "Full", "False", "False", "False", "N/A"]
         extra = ["N/A"]
