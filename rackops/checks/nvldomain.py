@@ -16,11 +16,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rackops.checks.gpu import ZERO_UUID
 from rackops.findings import Finding, Status, Subject
 from rackops.parsers.nvidia_smi import SmiGpu
 
 Partition = tuple[int | None, str | None]  # (clique, cluster UUID)
-ZERO = "00000000-0000-0000-0000-000000000000"
 
 FIX_TRAY = (
     "this tray joined another NVLink partition than its domain: check its partition on the "
@@ -141,7 +141,8 @@ def judge_domain(
 
 def _in_partition(g: SmiGpu) -> bool:
     """Joined the fabric and given a partition (a clique and cluster UUID, not 0 and zeros)."""
-    return _joined(g) and bool(g.fabric_clique_id) and g.fabric_cluster_uuid not in (None, ZERO)
+    partitioned = bool(g.fabric_clique_id) and g.fabric_cluster_uuid not in (None, ZERO_UUID)
+    return _joined(g) and partitioned
 
 
 def _no_partition(name: str, trays: Sequence[TrayRead]) -> list[Finding]:
