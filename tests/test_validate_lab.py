@@ -191,7 +191,8 @@ def test_a_gb200_domain_is_accepted_and_each_fault_names_its_gpu_or_tray(tmp_pat
     domain is one partition of its 16 GPUs, IMEX UP on every tray, NCCL across the trays
     over MNNVL; then one fault of each kind is named exactly — a tray in another partition
     as the tray, a GPU the fabric refused and an unhealthy one as those GPUs, a tray whose
-    IMEX is down as that tray (from every other tray's view) — and nothing else."""
+    IMEX is down as that tray (from every other tray's view) — and nothing else; and a fatal
+    NVLink link event the whole domain followed is that one GPU's link, not 16 GPUs."""
     from labkit import set_faults
 
     with lab_with(tmp_path, 4, NVL) as inv:
@@ -208,6 +209,17 @@ def test_a_gb200_domain_is_accepted_and_each_fault_names_its_gpu_or_tray(tmp_pat
             }
         )
         rc, report = validate(inv, tmp_path / "faults")
+        # one NVLink link fails under the load and the domain follows it (Xid 145, 45, 149
+        # Link -1, 154 on the other 15 GPUs): the link is the one culprit
+        set_faults({"node03": [{"kind": "xid", "gpu": 2, "code": 149, "link": 7}]})
+        rc_x, cascade = validate(inv, tmp_path / "cascade")
+    assert rc_x == 2, cascade["errors"]
+    assert [(c["where"], c["action"]) for c in cascade["culprits"]] == [("node03 GPU 2", "cable")]
+    assert "NVLink link 7 of node03 GPU 2 failed first" in cascade["culprits"][0]["message"]
+    assert "15 other GPUs on 4 trays followed it" in cascade["culprits"][0]["message"]
+    assert [
+        (f["node"], f["gpu"], f["link"]) for f in cascade["nvlink_domains"][0]["first_links"]
+    ] == [("node03", 2, 7)]
     assert rc == 2 and report["verdict"].startswith("REJECTED")
     assert culprits(report) == {
         ("gpu", "node01", None, 1),

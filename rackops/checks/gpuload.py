@@ -84,13 +84,17 @@ def judge_kernel_log(
             )
             continue
         x = info(e.code)
-        hardware = x.hardware and not before_run
+        nvl = getattr(e, "nvlink", None)
+        # an NVLink5 unit's non-fatal event (BER, RX pipe): NVIDIA's decode sheet says IGNORE
+        # or evaluate the Xid 154 that follows; only a Fatal one blames the GPU's link
+        hardware = x.hardware and not before_run and not (nvl is not None and not nvl.fatal)
+        link = f" link {nvl.link}" if nvl is not None and nvl.link is not None else ""
         out.append(
             Finding(
                 f"XID-{e.code}",
                 Status.FAIL if hardware else Status.WARN,
                 subj,
-                f"Xid {e.code} ({x.meaning}) on {e.bdf} {when}: {e.message}",
+                f"Xid {e.code} ({x.meaning}) on {e.bdf}{link} {when}: {e.message}",
                 remediation=x.action,
             )
         )

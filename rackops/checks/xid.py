@@ -9,7 +9,9 @@ transcription, research docs/research/issue-24-xid.md §4.2): hardware, driver, 
 thermal, bus, nvlink or memory; "unknown" where every flag is set or none is.
 
 ``hardware`` says whether the Xid blames the GPU, so that it FAILs an acceptance run: true for
-ECC/row-remap failures, NVLink errors, a GPU off the bus, a micro-controller halt, and the
+ECC/row-remap failures, NVLink errors (an NVLink5 Xid, 144-150, whose body says
+``Nonfatal`` is judged a warning in ``checks/gpuload.py``: NVIDIA's decode sheet gives those
+units IGNORE or XID_154_EVAL), a GPU off the bus, a micro-controller halt, and the
 Xids NVIDIA sends to CONTACT_SUPPORT (109); false where NVIDIA's action is to restart or check
 the application (13, 31, 43), to follow another Xid (45, 154), to ignore (63, 92), or to
 investigate software (119, 120: GSP firmware/driver). Xid 94 (contained ECC error) is
@@ -196,8 +198,36 @@ XIDS: dict[int, XidInfo] = {
             True,
         ),
         _row(
+            146,
+            "NVLINK: TLW Error",
+            "nvlink",
+            "follow WORKFLOW_NVLINK5_ERR (decode unit, subcode and status words)",
+            True,
+        ),
+        _row(
+            147,
+            "NVLINK: TREX Error",
+            "nvlink",
+            "follow WORKFLOW_NVLINK5_ERR (decode unit, subcode and status words)",
+            True,
+        ),
+        _row(
+            148,
+            "NVLINK: NVLPW_CTRL Error",
+            "nvlink",
+            "follow WORKFLOW_NVLINK5_ERR (decode unit, subcode and status words)",
+            True,
+        ),
+        _row(
             149,
             "NVLINK: NETIR Error",
+            "nvlink",
+            "follow WORKFLOW_NVLINK5_ERR (decode unit, subcode and status words)",
+            True,
+        ),
+        _row(
+            150,
+            "NVLINK: MSE Error",
             "nvlink",
             "follow WORKFLOW_NVLINK5_ERR (decode unit, subcode and status words)",
             True,
@@ -209,6 +239,13 @@ XIDS: dict[int, XidInfo] = {
             "do what the message names (GPU Reset Required / Node Reboot Required); judge by "
             "the Xid that caused it (informational)",
             False,
+        ),
+        _row(
+            155,
+            "NVLINK: SW Defined Error",
+            "nvlink",
+            "reset the GPU (RESET_GPU); investigate the software that set it (INVESTIGATE_SW_USER)",
+            True,
         ),
     )
 }

@@ -33,6 +33,19 @@ unknown); ``pid=0`` is a real value. The code is the number after ``): `` (SXid'
 zero-padded to five digits: ``12028``). ``caused_by`` is the root-cause Xid that 570.123+
 appends to Xid 45 (`` caused by previous Xid 149``); the text stays in ``message``.
 
+A Blackwell NVLink5 Xid (144-150) names its unit, severity and the GPU's own link in its
+body (``nvlink``; the text stays in ``message``)::
+
+    NVRM: Xid (PCI:0009:01:00): 149, NETIR_LINK_EVT  Fatal   XC0 i0 Link 01 (0x021425c6 …)
+    NVRM: Xid (PCI:0018:01:00): 145, pid=876767, name=ray::W…, RLW_RXPIPE Nonfatal XC0 i0 Link 13 …
+    NVRM: Xid (PCI:0019:01:00): 149, NETIR Fatal XC0 i0 Link -1 (0x000fe406 …)   (the unit, no link)
+    NVRM: Xid (PCI:0000:00:1e): 149, NETIR_LINK_EVT Fatal XC 1 i 2 Link 01 [0x0000000a]
+
+``Link -1`` is the unit as a whole (``link`` None); the padding between the columns varies.
+Sources: gpud's kmsg tests (GB200 PCI domains 0008/0009/0018/0019) and NVIDIA's Xid catalogue
+sheet "XID 144-150 Decode" as gpud transcribed it (docs/research/issue-42-xid-nccl-mnnvl.md).
+An NVLink5 Xid whose body does not read so keeps ``nvlink`` None: it is still an event.
+
 One event per printed line: the driver prints several lines for one error (Xid 13's SM/ESR
 lines; SXid's ``Fatal…``/``Severity…``/``Data {…}`` triplet) and both ``Xid 79`` and
 ``GPU has fallen off the bus.`` for one loss; counts are lines, not incidents (and lower
@@ -54,7 +67,17 @@ from dataclasses import dataclass
 
 from rackops.parsers._common import MAX_COUNT, ParseError, bounded, check_limits, plain
 
-__all__ = ["GpuEvent", "KernelLog", "parse_kernel_xid"]
+__all__ = ["GpuEvent", "KernelLog", "NvlinkEvent", "parse_kernel_xid"]
+
+# NVLink5 (Blackwell) Xids: their body names a unit, a severity and a link
+NVLINK5_XIDS = range(144, 151)
+
+
+@dataclass(frozen=True)
+class NvlinkEvent:
+    unit: str  # NETIR_LINK_EVT, RLW_SRC_TRACK, TLW_RX/TLW_RX_PIPE0 ...
+    fatal: bool
+    link: int | None  # the GPU's NVLink port (0-17 on GB200); None: the unit as a whole
 
 
 @dataclass(frozen=True)
@@ -70,6 +93,7 @@ class GpuEvent:
     uptime_s: float | None
     line: int
     caused_by: int | None = None
+    nvlink: NvlinkEvent | None = None
 
 
 @dataclass(frozen=True)
@@ -97,6 +121,12 @@ _SXID = re.compile(rf"SXid \((?:PCI:)?{_BDF_FN}\): (?P<code>\d{{1,5}}),(?: (?P<r
 _PID = re.compile(r"pid=(?P<pid>'<unknown>'|\d{1,10}),(?: |$)")
 _NAME = re.compile(r"name=(?P<name>[^,]{0,256}),(?: |$)")
 _CAUSED = re.compile(r" caused by previous Xid (\d{1,5})$")
+_NVLINK5 = re.compile(
+    r"(?P<unit>[A-Z][A-Z0-9_]{0,40}(?:/[A-Z][A-Z0-9_]{0,40})?)\s+(?P<sev>Nonfatal|Fatal)\s+"
+    r"XC ?[01]\s+i ?\d{1,3}\s+Link\s+(?P<link>-1|\d{1,3})(?:\s|$)"
+)
+# NVLink5 ports per GPU are 18 (GB200/B200): a larger number is not a link
+MAX_NVLINK = 63
 _FALLEN_FULL = re.compile(
     rf"NVRM: GPU {_BDF_FN}: (?P<msg>GPU has fallen off the bus\..*)$"
     rf"|NVRM: GPU at {_BDF_FN.replace('?P<', '?P<o')} (?P<omsg>has fallen off the bus\..*)$"
@@ -178,9 +208,10 @@ def _xid(body: str, n: int, ts: str | None, up: float | None) -> GpuEvent | None
             rest = rest[nm.end() :]
     message = rest.strip()
     caused = _CAUSED.search(message)
+    code = int(m.group("code"))
     return GpuEvent(
         kind="xid",
-        code=int(m.group("code")),
+        code=code,
         bdf=_bdf(m),
         mig=m.group("mig"),
         pid=pid,
@@ -190,6 +221,19 @@ def _xid(body: str, n: int, ts: str | None, up: float | None) -> GpuEvent | None
         uptime_s=up,
         line=n,
         caused_by=int(caused.group(1)) if caused else None,
+        nvlink=_nvlink(message) if code in NVLINK5_XIDS else None,
+    )
+
+
+def _nvlink(message: str) -> NvlinkEvent | None:
+    m = _NVLINK5.match(message)
+    if m is None:
+        return None
+    link = int(m.group("link"))
+    return NvlinkEvent(
+        unit=m.group("unit"),
+        fatal=m.group("sev") == "Fatal",
+        link=link if 0 <= link <= MAX_NVLINK else None,
     )
 
 

@@ -23,6 +23,7 @@ Rules, in order (each pair failure is explained once):
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -118,6 +119,7 @@ def localise(records: list[dict[str, Any]]) -> Verdict:
     r = _Rules(records)
     r.node_checks()
     r.fold_domains()
+    r.fold_cascades()
     r.switch_ports()
     r.fabric()
     r.cabling()
@@ -205,6 +207,53 @@ class _Rules:
                 c = self.culprits[key]
                 if all(e.get("code") in self.FOLDED for e in c.evidence):
                     whole.evidence += self.culprits.pop(key).evidence
+
+    # 1. (cont.) one NVLink link failed and the GPUs sharing its fabric followed: their
+    # NVLink Xids are evidence of the link the first fatal Xid named (checks/nvlcascade.py)
+    CASCADE = frozenset({*(f"XID-{c}" for c in range(144, 151)), "XID-154", "XID-155"})
+    _CAUSED = re.compile(r"caused by previous Xid (7[4]|14[4-9]|150)\b")
+
+    def _followed(self, f: dict[str, Any]) -> bool:
+        if f.get("code") in self.CASCADE:
+            return True
+        return f.get("code") == "XID-45" and bool(self._CAUSED.search(str(f.get("message"))))
+
+    def fold_cascades(self) -> None:
+        for rec in self.of_kind("nvldomain"):
+            view = (rec.get("meta") or {}).get("cascade")
+            if not isinstance(view, dict) or not view.get("origins"):
+                continue
+            firsts = [f for f in _fails(rec) if f["code"] == "NVX-001"]
+            origins = {}
+            for f in firsts:
+                s = f["subject"]
+                c = self.culprits.get((s.get("node"), "gpu", s.get("gpu")))
+                if c is None:
+                    continue
+                c.message, c.remediation, c.action = (
+                    f["message"],
+                    f.get("remediation") or "",
+                    "cable",
+                )
+                origins[(s.get("node"), s.get("gpu"))] = c
+            if len(origins) != 1:  # several first links on unrelated clocks: each stands
+                continue
+            ((okey, origin),) = origins.items()
+            trays = set(view.get("trays") or ())
+            for key in [k for k in self.culprits if k[0] in trays and k[1] == "gpu"]:
+                if (key[0], key[2]) == okey:
+                    continue
+                c = self.culprits[key]
+                if c.evidence and all(self._followed(e) for e in c.evidence):
+                    origin.evidence += self.culprits.pop(key).evidence
+            kept = []
+            for w in self.warnings:
+                s = w.get("subject") or {}
+                if s.get("node") in trays and s.get("gpu") is not None and self._followed(w):
+                    origin.evidence.append(w)
+                else:
+                    kept.append(w)
+            self.warnings = kept
 
     # 1a. a switch's own counters: a host port's errors are that HCA's cable (merged with its
     # host-side finding); both ends of one inter-switch link are one culprit, the ISL

@@ -364,7 +364,7 @@ META: dict[str, Spec] = {  # per kind (and the phy tool): what readers index
     "cabling": {"source": (False, optional(name)), "seen": (False, json_value)},
     "nccl": {"nodes": (False, list_of(node_name))},
     "fleet": {"how": (False, text)},
-    "nvldomain": {"domain": (False, json_value)},
+    "nvldomain": {"domain": (False, json_value), "cascade": (False, json_value)},
     "switch": {
         "switch": (False, optional(name)),
         "role": (False, optional(one_of("leaf", "spine"))),

@@ -143,6 +143,16 @@ def _domains(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Each multi-node NVLink domain as its stage saw it (``nvldomain`` records' view): the
     partition, how many of its GPUs are in it, and the trays short of their GPUs in it."""
     out = []
+    first_links: dict[str, list[dict[str, Any]]] = {}  # the NVLink groups' first links
+    for r in records:
+        cascade = (r.get("meta") or {}).get("cascade") if r["kind"] == "nvldomain" else None
+        if isinstance(cascade, dict) and isinstance(cascade.get("origins"), list):
+            first_links[str(cascade.get("group"))] = [
+                {k: o.get(k) for k in ("node", "gpu", "link", "xid", "unit")}
+                | {"followed": len(o.get("followed") or ())}
+                for o in cascade["origins"]
+                if isinstance(o, dict)
+            ]
     for r in records:
         view = (r.get("meta") or {}).get("domain") if r["kind"] == "nvldomain" else None
         if not isinstance(view, dict):
@@ -162,6 +172,7 @@ def _domains(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "in_partition": view.get("in_partition"),
                 "trays": len(trays),
                 "short": short,
+                "first_links": first_links.get(str(view.get("domain")), []),
                 "status": max(
                     (f["status"] for f in r["findings"]),
                     key=lambda st: STATUS_VALUE.get(st, 0),

@@ -36,7 +36,26 @@ BODIES = {
     "GSP! Expected function 76 (GSP_RM_CONTROL) (0x20800a4c 0x4).",
     120: "GSP kernel exception: store access page fault (cause:0xf) @ pc:0xffffffff93003d42, "
     "partition:4#0",
+    # NVLink5 (a GB200 tray's lines in gpud's kmsg tests, their column padding kept): the
+    # fault's `link` is the GPU's NVLink port
+    145: "RLW_SRC_TRACK Fatal XC1 i0 Link %(link)02d (0x040988e2 0x00000008 0x00000000 "
+    "0x00000000 0x00000000 0x00000000)",
+    149: "NETIR_LINK_EVT  Fatal   XC0 i0 Link %(link)02d (0x021425c6 0x00000000 0x00000000 "
+    "0x00000000 0x00000000 0x00000000)",
 }
+NVLINK5 = range(144, 151)
+# what a GPU that shares the fabric logs after another GPU's fatal NVLink5 link event (each
+# peer in the public B200 experiment: one RLW error, its channels killed naming the cause,
+# its recovery action changed; the unit-wide NETIR line of gpud's GB200 tray), in seconds
+# after its load began
+FOLLOWER = (
+    (0.30, 145, "RLW_SRC_TRACK Nonfatal XC1 i0 Link 12 (0x040988e2 0x00000008 0x00000000 "
+     "0x00000000 0x00000000 0x00000000)"),
+    (0.55, 45, "pid=%(pid)s, name=all_reduce_perf, Ch 00000001 caused by previous Xid %(code)d"),
+    (0.60, 149, "NETIR Fatal XC0 i0 Link -1 (0x000fe406 0x00000000 0x00000000 0x00000000 "
+     "0x00000000 0x00000000)"),
+    (0.70, 154, "GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)"),
+)  # fmt: skip
 
 
 def _boot(node):
@@ -68,18 +87,66 @@ def _events(node):
                 continue
             at = min(after) + 0.25
         body = BODIES.get(code, "pid=%(pid)s, name=python3, simulated Xid %(code)d")
-        bus = "0000:%s:00" % BUS[g % 16].lower()
+        bus = _bus(g)
         msg = "NVRM: Xid (PCI:%s): %d, " % (bus, code) + body % {
             "pid": 4100 + g,
             "gpu": g,
             "code": code,
+            "link": int(f.get("link") or 0),
         }
         out.append((at, msg))
         if code == 79:
             out.append(
                 (at + 0.001, "NVRM: GPU at PCI:%s: GPU-%08x-0000-0000-0000-000000000000" % (bus, g))
             )
+        if code in NVLINK5:
+            out.append(
+                (at + 0.001, "NVRM: Xid (PCI:%s): 154, GPU recovery action changed from 0x0 "
+                 "(None) to 0x4 (Drain and Reset)" % bus)
+            )  # fmt: skip
+    out += _followers(node, started)
     return sorted(out)
+
+
+def _bus(g):
+    return "0000:%s:00" % BUS[g % 16].lower()
+
+
+def _domain(scenario, name):
+    hw = dict(scenario.get("hardware", {}))
+    hw.update(scenario.get("nodes", {}).get(name, {}).get("hardware", {}))
+    return hw.get("nvlink_domain")
+
+
+def _followers(node, started):
+    """This tray's lines after a fatal NVLink5 link event of another GPU of its domain (an
+    ``xid`` fault of code 144-150 during the run, on any tray of the domain): each of its
+    GPUs loaded since follows."""
+    domain = _domain(node.scenario, node.name)
+    if not domain:
+        return []
+    origins = [
+        (name, int(f["gpu"]), int(f["code"]))
+        for name, spec in sorted(node.scenario.get("nodes", {}).items())
+        if _domain(node.scenario, name) == domain
+        for f in spec.get("faults", [])
+        if f.get("kind") == "xid" and int(f.get("code", 0)) in NVLINK5
+        and f.get("when", "during") == "during"
+    ]  # fmt: skip
+    if not origins:
+        return []
+    _name, _g, cause = origins[0]
+    out = []
+    for g in node.gpus():
+        if any(name == node.name and og == g for name, og, _c in origins):
+            continue
+        after = [s for s, _e, gpus, _kind in loads(node) if g in gpus and s >= started]
+        if not after:
+            continue
+        for dt, code, body in FOLLOWER:
+            text = body % {"pid": 4100 + g, "code": cause}
+            out.append((min(after) + dt, "NVRM: Xid (PCI:%s): %d, %s" % (_bus(g), code, text)))
+    return out
 
 
 def _stamp(t, boot, fmt):

@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from rackops.checks.gpuload import judge_kernel_log, judge_samples
+from rackops.checks.nvlcascade import TrayLog, judge_cascade
 from rackops.errors import RackopsError
 from rackops.findings import Finding, Status, Subject
 from rackops.parsers import ParseError
@@ -162,7 +163,51 @@ class GpuLoadStage(StageBase):
                     and r["id"].endswith(("/kernel-before", "/nvidia-smi-xml"))
                 }
                 list(pool.map(self._kernel_after, todo))
+        if params.kernel_log:
+            self._nvlink_groups(plan, done, unreachable)
         self._samplers = {}
+
+    # ------------------------------------------------------------------ NVLink groups
+
+    def _nvlink_groups(self, plan: Plan, done: set[str], unreachable: set[str]) -> None:
+        """One NVLink fault and the GPUs that followed it (``checks/nvlcascade.py``), per
+        group of GPUs sharing a fabric: a multi-node domain's trays (always recorded), or a
+        node of its own (recorded when its GPUs logged an NVLink Xid during the run)."""
+        after = {
+            r["node"]: r
+            for r in self.rundir.records()
+            if r["kind"] == "node" and r["id"] == f"node/{r['node']}/kernel-after"
+        }
+        groups: dict[str, list[str]] = {}
+        for n in plan.nodes:
+            link = self.cluster.node(n).nvlink
+            groups.setdefault(link.domain if link is not None else n, []).append(n)
+        for group, nodes in sorted(groups.items()):
+            domain = self.cluster.node(nodes[0]).nvlink is not None
+            step = f"nvlxid/{group}"
+            if step in done:
+                continue
+            logs = [
+                TrayLog(n, self._gpu_addresses(n), self._during(n, after.get(n)))
+                for n in nodes
+                if n not in unreachable
+            ]
+            findings, view = judge_cascade(group, logs)
+            if domain or any(f.status is Status.FAIL for f in findings):
+                self._record(step, "nvldomain", None, "nvlxid", None, findings, {"cascade": view})
+
+    def _during(self, node: str, rec: dict[str, Any] | None) -> list[GpuEvent] | None:
+        """The events of the node's kernel log (its kernel-after record) that this run
+        logged; None where it was not read whole."""
+        if rec is None or any(f["status"] == "ERROR" for f in rec["findings"]):
+            return None
+        try:
+            text = self.rundir.read_raw(rec) or ""
+            log = parse_kernel_xid(text) if text.strip() else None
+        except (RackopsError, ParseError):
+            return None
+        events = list(log.events) if log is not None else []
+        return split_by_baseline(events, self._baseline(node))[1]
 
     # ------------------------------------------------------------------ samples
 
