@@ -55,6 +55,14 @@ VERDICTS = {
     # IMEX against the example NVL72 domain (18 trays, driver 580.173.02 pinned): the
     # public 570.172 table is the wrong version on every node (FAIL); one- and two-node
     # domains are not its 18 trays (FAIL); DEGRADED and a down node FAIL; a cut table ERRORs
+    # NCCL's own log, judged as a run across one domain's trays (its hosts): no communicator
+    # line is undecided; MNNVL 0 across two nodes fails; one node has nothing to judge
+    "nccl-debug/nccl1769-gb200-mnnvl-fabric": "ERROR",
+    "nccl-debug/cut-nccl1769-mid-line": "ERROR",
+    "nccl-debug/nccl1814-ibext-channels-between-nodes": "ERROR",
+    "nccl-debug/nccl707-busid-channel-format": "ERROR",
+    "nccl-debug/nccl1519-comm-mnnvl0-two-nodes": "FAIL",
+    "nccl-debug/torchtitan1570-rank-prefix-single-node": "OK",
     "nvidia-imex/aws-pcs-570-18node-up": "FAIL",
     "nvidia-imex/gh200-570-1node-up": "FAIL",
     "nvidia-imex/gh200-570-2node-up": "FAIL",

@@ -7,6 +7,7 @@ cleared, the same lab is the clean rack (accepted) and the rack with a hung tool
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -172,7 +173,6 @@ def test_a_rack_of_4_gpu_nodes_provisions_and_is_accepted(tmp_path: Path) -> Non
     assert sorted((g["node"], g["gpu"]) for g in report["gpus"] if "gemm_tflops" in g) == [
         (f"node0{n}", g) for n in range(1, 5) for g in range(4)
     ]
-    import json
 
     records = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").open()]
     single = [r for r in records if r["id"].endswith("/nccl-single-node")]
@@ -200,6 +200,11 @@ def test_a_gb200_domain_is_accepted_and_each_fault_names_its_gpu_or_tray(tmp_pat
         assert rc == 0 and report["verdict"] == "ACCEPTED", (report["culprits"], report["errors"])
         (dom,) = report["nvlink_domains"]
         assert (dom["in_partition"], dom["size"], dom["short"]) == (16, 16, [])
+        # NCCL's own log says the run across the trays stayed on NVLink
+        rows = (tmp_path / "clean" / "results.jsonl").read_text().splitlines()
+        nccl = [f for r in map(json.loads, rows) if r["kind"] == "nccl" for f in r["findings"]]
+        proof = [f for f in nccl if f["code"] == "NCCL-MNNVL-OK"]
+        assert proof and "all 16 ranks of 4 trays" in proof[0]["message"], nccl
         set_faults(
             {
                 "node01": [{"kind": "fabric_unhealthy", "gpu": 1}],

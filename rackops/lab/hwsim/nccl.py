@@ -7,6 +7,7 @@ import os
 import sys
 
 from .node import BUS, Node, emit
+from .smi import fabric_of
 from .thermal import run_load
 
 # one rank's algbw at large sizes: a device-local copy (2,130 GB/s at 4 GiB on a real H200,
@@ -171,6 +172,7 @@ def _nccl_text(node, tool, o, ranks, nodes, sizes, peak, factor, wrong, coll):
     """The text nccl-tests prints: preamble, ranks, the table, the summary."""
     gen = str(node.formats.get("nccl-tests", "2025"))
     out = _preamble(node, tool, o)
+    info = _nccl_info(ranks, nodes) if _debug_info() else ""
     for r, (h, d) in enumerate(ranks):
         bus = (
             "[0000:%s:00]" % BUS[d % 16].lower()
@@ -185,6 +187,7 @@ def _nccl_text(node, tool, o, ranks, nodes, sizes, peak, factor, wrong, coll):
             bus,
             nodes[h].hw["gpu_model"],
         )
+    out += info
     out += (
         "#\n#                                                              out-of-place                       in-place          \n"
         "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
@@ -236,3 +239,82 @@ def _f(x, w):
         if len(v) <= w:
             return v
     return "%*.1e" % (w, x)
+
+
+def _debug_info():
+    """NCCL_DEBUG=INFO with the INIT subsystem in force (its default set holds INIT)."""
+    subsys = os.environ.get("NCCL_DEBUG_SUBSYS", "INIT").upper().split(",")
+    return os.environ.get("NCCL_DEBUG", "").upper() == "INFO" and (
+        "INIT" in subsys or "ALL" in subsys
+    )
+
+
+def _uuid_words(cluster):
+    """The cluster UUID as NCCL prints it: its 16 bytes read as two little-endian u64
+    (``fabric UUID %lx.%lx``)."""
+    raw = bytes.fromhex(cluster.replace("-", ""))
+    return "%x.%x" % (int.from_bytes(raw[:8], "little"), int.from_bytes(raw[8:], "little"))
+
+
+def _nccl_info(ranks, nodes):
+    """NCCL's INIT lines of a run (NCCL_DEBUG=INFO), every rank's: each GPU's fabric
+    (``MNNVL busId … fabric UUID … cliqueId … state … healthMask``, as the real GB200 capture
+    prints it, NVIDIA/nccl#1769), the communicator (``comm … MNNVL 0|1``) and a ring's
+    connections, in NCCL's format strings (init.cc, transport/p2p.cc, transport/net.cc): over
+    P2P/MNNVL between GPUs of one clique that spans nodes, P2P/CUMEM inside a node, else the
+    network."""
+    n = len(ranks)
+    hosts = list(dict.fromkeys(h for h, _d in ranks))
+    per_host = {h: [d for hh, d in ranks if hh == h] for h in hosts}
+    part = {}
+    lines = []
+    for r, (h, d) in enumerate(ranks):
+        state, _status, clique, cluster = fabric_of(nodes[h], d)
+        tray = nodes[h].hw.get("nvlink_domain")
+        part[r] = (tray, clique, cluster) if tray and state == "Completed" and clique else None
+        if state == "Completed" and cluster:
+            lines.append(
+                (r, "MNNVL busId 0x%x fabric UUID %s cliqueId 0x%x state 3 healthMask 0x%s"
+                 % (int("0000%s000" % BUS[d % 16].lower(), 16), _uuid_words(cluster), clique,
+                    "aa" if tray else "0"))
+            )  # fmt: skip
+    # a clique is MNNVL for a rank when it spans more than the rank's own node
+    spans = {
+        r: p is not None and any(part.get(q) == p and ranks[q][0] != ranks[r][0] for q in range(n))
+        for r, p in part.items()
+    }
+    for r, (h, d) in enumerate(ranks):
+        lines.append(
+            (r, "comm 0x55d0%08x rank %d nRanks %d nNodes %d localRanks %d localRank %d MNNVL %d"
+             % (0x1000 * r, r, n, len(hosts), len(per_host[h]), per_host[h].index(d),
+                1 if spans[r] else 0))
+        )  # fmt: skip
+    for ch in range(2):
+        for r, (h, d) in enumerate(ranks):
+            q = (r + 1) % n
+            if q == r:
+                continue
+            qh, qd = ranks[q]
+            if spans[r] and part[r] == part[q]:
+                lines.append(
+                    (r, "Channel %02d/0 : %d[%d] -> %d[%d] via P2P/MNNVL" % (ch, r, d, q, qd))
+                )
+            elif qh == h:
+                lines.append(
+                    (r, "Channel %02d/0 : %d[%d] -> %d[%d] via P2P/CUMEM" % (ch, r, d, q, qd))
+                )
+            else:
+                net = "Channel %02d/0 : %d[%d] -> %d[%d] [%%s] via NET/IB/%d/GDRDMA" % (
+                    ch,
+                    r,
+                    d,
+                    q,
+                    qd,
+                    d,
+                )
+                lines.append((r, net % "send"))
+                lines.append((q, net % "receive"))
+    return "".join(
+        "%s:%d:%d [%d] NCCL INFO %s\n" % (ranks[r][0], 40000 + r, 40100 + r, ranks[r][1], text)
+        for r, text in lines
+    )

@@ -186,6 +186,30 @@ def _on_gpu(node, kind, g):
     return any(f.get("gpu") is None or int(f["gpu"]) == g for f in node.faults_of(kind))
 
 
+def fabric_of(node, g):
+    """GPU ``g``'s fabric (state, status, clique, cluster UUID), as its driver reports it:
+    an HGX GPU clique 0 and a zero UUID; a tray's GPU its partition's, unless a fault moved
+    or refused it; In Progress (clique, UUID None) while the fabric is not configured."""
+    if node.faults_of("fabric_manager_down"):
+        return "In Progress", None, None, None
+    if not node.hw.get("nvlink_domain"):
+        return "Completed", "Success", 0, ZERO_UUID
+    clique = node.hw.get("fabric_clique", 2)
+    moved = node.fault("fabric_clique", gpu=g) or next(
+        (f for f in node.faults_of("fabric_clique") if f.get("gpu") is None), None
+    )
+    if moved is not None:
+        clique = moved.get("clique", clique)
+    if _on_gpu(node, "fabric_insufficient", g):  # Azure/azhpc-images#506
+        return "Completed", "Insufficient Resources", 0, ZERO_UUID
+    return (
+        "Completed",
+        "Success",
+        clique,
+        node.hw.get("fabric_cluster", "00000001-0000-0000-0000-000000000001"),
+    )
+
+
 def _fabric_xml(node, g):
     """<fabric> as R580 prints it. An HGX node (580.105.08 H100, tests/fixtures/nvidia-smi-xml/
     h100x8-580-real.txt): clique 0, a zero cluster UUID, every health field N/A. A tray of a
@@ -194,27 +218,16 @@ def _fabric_xml(node, g):
     the fabric has not configured (fabric_manager_down; NMX on an NVL72) prints In Progress
     and N/A everywhere (gpu-operator#2511, 580.159.04)."""
     tray = node.hw.get("nvlink_domain")
-    if node.faults_of("fabric_manager_down"):
-        values = ["In Progress", "N/A", "N/A", "N/A"] + ["N/A"] * len(HEALTH)
+    state, status, clique, cluster = fabric_of(node, g)
+    if state != "Completed":
+        values = [state, "N/A", "N/A", "N/A"] + ["N/A"] * len(HEALTH)
         extra = ["N/A"] if tray else []
     elif not tray:
-        values = ["Completed", "Success", "0", ZERO_UUID] + ["N/A"] * len(HEALTH)
+        values = [state, status, str(clique), cluster] + ["N/A"] * len(HEALTH)
         extra = []
     else:
-        clique = node.hw.get("fabric_clique", 2)
-        moved = node.fault("fabric_clique", gpu=g) or next(
-            (f for f in node.faults_of("fabric_clique") if f.get("gpu") is None), None
-        )
-        if moved is not None:
-            clique = moved.get("clique", clique)
-        status, cluster = (
-            "Success",
-            node.hw.get("fabric_cluster", "00000001-0000-0000-0000-000000000001"),
-        )
-        if _on_gpu(node, "fabric_insufficient", g):  # Azure/azhpc-images#506
-            status, clique, cluster = "Insufficient Resources", 0, ZERO_UUID
         summary = "Unhealthy" if _on_gpu(node, "fabric_unhealthy", g) else "Healthy"
-        values = ["Completed", status, str(clique), cluster]
+        values = [state, status, str(clique), cluster]
         values += [summary, "Full", "False", "False", "False", "N/A"]
         extra = ["N/A"]
     tags = ["state", "status", "cliqueId", "clusterUuid"]  # python 3.9: no zip(strict=)

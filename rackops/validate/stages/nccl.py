@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from rackops.checks.mnnvl import judge_mnnvl
 from rackops.checks.nccl import check_nccl
 from rackops.findings import Finding, Status, Subject, worst
 from rackops.parsers import ParseError
-from rackops.tools import nccl_tests, parse
+from rackops.tools import nccl_debug, nccl_tests, parse
 from rackops.validate.executor import (
     CommandResult,
     MpiLauncher,
@@ -49,6 +50,9 @@ class NcclStage(StageBase):
                 env["NCCL_IB_TC"] = str(self.cluster.fabric.roce.nccl_ib_tc)
             if self.lab:
                 env["RACKOPS_HWSIM_HOSTS"] = ",".join(nodes)
+            domain = self._one_domain(nodes)
+            if domain:  # NCCL's own log says whether the traffic stayed on NVLink
+                env.update(nccl_debug.DOMAIN_ENV)
             argv = nccl_tests.argv(params, 1)  # a rank per GPU
             if isinstance(self.executor, MpiLauncher):
                 result = self.executor.multi_node(
@@ -77,6 +81,8 @@ class NcclStage(StageBase):
                         gate_sizes_bytes=params.gate_sizes_bytes,
                         multi_node=True,
                     )
+                    if domain:
+                        findings += self._mnnvl(result, nodes)
                 except ParseError as exc:
                     tail = " | ".join(result.stderr.strip().splitlines()[-3:])
                     findings = [
@@ -91,3 +97,27 @@ class NcclStage(StageBase):
                     ]
             self._record(step, "nccl", nodes[0], "nccl-tests", result, findings, {"nodes": nodes})
             self.progress(f"[nccl] {group.name}: {worst(findings).value}")
+
+    def _one_domain(self, nodes: list[str]) -> str | None:
+        """The multi-node NVLink domain all of ``nodes`` are trays of, if one is."""
+        links = {self.cluster.node(n).nvlink for n in nodes}
+        domains = {link.domain if link is not None else None for link in links}
+        return next(iter(domains)) if len(domains) == 1 else None
+
+    def _mnnvl(self, result: CommandResult, nodes: list[str]) -> list[Finding]:
+        """The run across one domain's trays, from NCCL's own log (``checks/mnnvl.py``)."""
+        try:
+            log = parse("nccl-debug", result.stdout + "\n" + result.stderr)
+        except ParseError as exc:
+            return [
+                Finding(
+                    "NCCL-MNNVL-000",
+                    Status.ERROR,
+                    Subject(node=",".join(nodes)),
+                    f"NCCL's own log was not printed ({exc}): whether the domain's traffic "
+                    "stayed on NVLink is not shown",
+                    remediation="let the launcher pass NCCL_DEBUG=INFO and "
+                    "NCCL_DEBUG_SUBSYS=INIT to every rank",
+                )
+            ]
+        return judge_mnnvl(log, nodes)
