@@ -190,9 +190,10 @@ def test_a_gb200_domain_is_accepted_and_each_fault_names_its_gpu_or_tray(tmp_pat
     """Four GB200 trays in one NVLink domain (profile lab-gb200-nvl16-roce400): clean, the
     domain is one partition of its 16 GPUs, IMEX UP on every tray, NCCL across the trays
     over MNNVL; then one fault of each kind is named exactly — a tray in another partition
-    as the tray, a GPU the fabric refused and an unhealthy one as those GPUs, a tray whose
-    IMEX is down as that tray (from every other tray's view) — and nothing else; and a fatal
-    NVLink link event the whole domain followed is that one GPU's link, not 16 GPUs."""
+    as the tray, a GPU the fabric refused, an unhealthy one and one with an inactive NVLink as
+    those GPUs, a tray whose IMEX is down as that tray (from every other tray's view) — and
+    nothing else; and a fatal NVLink link event the whole domain followed is that one GPU's
+    link, not 16 GPUs."""
     from labkit import set_faults
 
     with lab_with(tmp_path, 4, NVL) as inv:
@@ -207,7 +208,10 @@ def test_a_gb200_domain_is_accepted_and_each_fault_names_its_gpu_or_tray(tmp_pat
         assert proof and "all 16 ranks of 4 trays" in proof[0]["message"], nccl
         set_faults(
             {
-                "node01": [{"kind": "fabric_unhealthy", "gpu": 1}],
+                "node01": [
+                    {"kind": "fabric_unhealthy", "gpu": 1},
+                    {"kind": "nvlink_down", "gpu": 3, "link": 5},  # <inactive> in nvlink -s
+                ],
                 "node02": [{"kind": "imex_down"}],
                 "node03": [{"kind": "fabric_clique", "clique": 7}],
                 "node04": [{"kind": "fabric_insufficient", "gpu": 2}],
@@ -228,6 +232,7 @@ def test_a_gb200_domain_is_accepted_and_each_fault_names_its_gpu_or_tray(tmp_pat
     assert rc == 2 and report["verdict"].startswith("REJECTED")
     assert culprits(report) == {
         ("gpu", "node01", None, 1),
+        ("gpu", "node01", None, 3),
         ("node", "node02", None, None),
         ("node", "node03", None, None),
         ("gpu", "node04", None, 2),
