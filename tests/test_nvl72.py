@@ -530,3 +530,35 @@ def test_localisation_folds_every_gpu_of_a_domain_without_a_partition_into_it() 
     verdict = localise(records)
     assert [(c.kind, c.node) for c in verdict.culprits] == [("nvldomain", None)]
     assert len(verdict.culprits[0].evidence) == 17
+
+
+def test_the_domain_row_says_imex_and_nvlink_per_tray() -> None:
+    """The report's domain row: trays whose IMEX view is clean, trays with every NVLink up,
+    and each problem with its tray (and GPU)."""
+    from rackops.validate.report import _domains
+
+    def rec(kind: str, tool: str, node: str | None, findings: list[dict[str, Any]]) -> Any:
+        return {"id": f"{tool}/{node}", "kind": kind, "tool": tool, "node": node,
+                "findings": findings, "meta": {}}  # fmt: skip
+
+    ok = [{"code": "X-000", "status": "OK", "subject": {}, "message": "fine"}]
+    down = {"code": "NVL-LINK", "status": "FAIL", "subject": {"node": "t2", "gpu": 3},
+            "message": "link 5 <inactive>"}  # fmt: skip
+    view = {"domain": "d", "size": 8, "partition": None, "in_partition": 8,
+            "trays": {"t1": {"slot": 1, "read": True, "gpus": 4, "in_partition": 4},
+                      "t2": {"slot": 2, "read": True, "gpus": 4, "in_partition": 4}}}  # fmt: skip
+    records = [
+        rec("node", "nvidia-imex", "t1", ok),
+        rec("node", "nvidia-imex", "t2", ok),
+        rec("node", "nvidia-smi-nvlink", "t1", ok),
+        rec("node", "nvidia-smi-nvlink", "t2", [down]),
+        rec("node", "nvidia-smi-nvlink", "elsewhere", [down]),  # not a tray of the domain
+        {**rec("nvldomain", "nvldomain", None, ok), "meta": {"domain": view}},
+    ]
+    (dom,) = _domains(records)
+    assert (dom["imex"]["read"], dom["imex"]["clean"], dom["imex"]["problems"]) == (2, 2, [])
+    assert (dom["nvlink"]["clean"], dom["nvlink"]["problems"]) == (
+        1,
+        [{"node": "t2", "gpu": 3, "code": "NVL-LINK", "status": "FAIL",
+          "message": "link 5 <inactive>"}],
+    )  # fmt: skip

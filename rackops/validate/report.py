@@ -153,6 +153,10 @@ def _domains(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 for o in cascade["origins"]
                 if isinstance(o, dict)
             ]
+    tray_findings: dict[str, dict[str, list[dict[str, Any]]]] = {}  # tool → tray → findings
+    for r in records:
+        if r["kind"] == "node" and r.get("tool") in ("nvidia-imex", "nvidia-smi-nvlink"):
+            tray_findings.setdefault(r["tool"], {})[str(r.get("node"))] = r["findings"]
     for r in records:
         view = (r.get("meta") or {}).get("domain") if r["kind"] == "nvldomain" else None
         if not isinstance(view, dict):
@@ -173,6 +177,8 @@ def _domains(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "trays": len(trays),
                 "short": short,
                 "first_links": first_links.get(str(view.get("domain")), []),
+                "imex": _trays_said(tray_findings.get("nvidia-imex", {}), trays),
+                "nvlink": _trays_said(tray_findings.get("nvidia-smi-nvlink", {}), trays),
                 "status": max(
                     (f["status"] for f in r["findings"]),
                     key=lambda st: STATUS_VALUE.get(st, 0),
@@ -181,6 +187,26 @@ def _domains(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+def _trays_said(by_tray: dict[str, list[dict[str, Any]]], trays: dict[str, Any]) -> dict[str, Any]:
+    """What one tool said on a domain's trays: how many it read with nothing wrong, and each
+    problem (the tray, its GPU where one is named, the message)."""
+    read = [n for n in trays if n in by_tray]
+    problems = [
+        {"node": n, "gpu": (f.get("subject") or {}).get("gpu"), "code": f["code"],
+         "status": f["status"], "message": f["message"]}
+        for n in sorted(read, key=natural_key)
+        for f in by_tray[n]
+        if f["status"] != "OK"
+    ]  # fmt: skip
+    clean = sum(1 for n in read if all(f["status"] == "OK" for f in by_tray[n]))
+    return {
+        "read": len(read),
+        "clean": clean,
+        "problems": problems[:50],
+        "more": max(0, len(problems) - 50),
+    }
 
 
 def _fleet(run: RunDir) -> dict[str, Any] | None:
