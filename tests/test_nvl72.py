@@ -275,6 +275,20 @@ def test_a_gpu_off_the_fabric_is_that_gpu_never_its_tray() -> None:
     assert view["in_partition"] == 71 and "71 of the domain's 72" in found[0].message
 
 
+def test_a_tray_none_of_whose_gpus_joined_is_that_tray() -> None:
+    """The switch trays did not configure one tray (its GPUs In Progress): the tray, once."""
+    t = _tray("tray05", 5)
+    waiting = dataclasses.replace(
+        t, gpus=tuple(dataclasses.replace(g, fabric_state="In Progress") for g in t.gpus)
+    )
+    found, view = _domain(waiting)
+    assert [(f.code, f.subject.node, f.subject.gpu, f.action) for f in found] == [
+        ("NVL-008", "tray05", None, "switch")
+    ]
+    assert "none of its 4 GPUs" in found[0].message and "4 In Progress/Success" in found[0].message
+    assert view["in_partition"] == 68
+
+
 # --- the domain stage of a run, its record and its report ----------------------------------
 
 
@@ -396,6 +410,17 @@ def test_imex_runs_only_on_trays_of_a_domain(nvl72: Rack, ib: Rack) -> None:
     assert any(c.tool == "nvidia-imex" for c in plan.node_checks)
     plan = make_plan(load_inventory(ib.path).raise_for_errors(), suite)
     assert not any(c.tool == "nvidia-imex" for c in plan.node_checks)
+
+
+def test_a_run_names_a_tray_whose_fabric_is_not_configured_once(tmp_path: Path) -> None:
+    """tray07's four GPUs In Progress: their GPU-009 and the domain's NVL-008 are one
+    culprit, the tray, fixed on the switch trays."""
+    report = _run_domain(
+        tmp_path, lambda t: t.replace("<state>Completed</state>", "<state>In Progress</state>")
+    )
+    assert [(c["where"], c["action"]) for c in report["culprits"]] == [("tray07", "switch")]
+    codes = sorted({e["code"] for e in report["culprits"][0]["evidence"]})
+    assert codes == ["GPU-009", "NVL-008"], codes
 
 
 def test_the_report_shows_the_domain_on_its_first_screen(tmp_path: Path) -> None:

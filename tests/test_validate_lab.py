@@ -192,8 +192,8 @@ def test_a_gb200_domain_is_accepted_and_each_fault_names_its_gpu_or_tray(tmp_pat
     over MNNVL; then one fault of each kind is named exactly — a tray in another partition
     as the tray, a GPU the fabric refused, an unhealthy one and one with an inactive NVLink as
     those GPUs, a tray whose IMEX is down as that tray (from every other tray's view) — and
-    nothing else; and a fatal NVLink link event the whole domain followed is that one GPU's
-    link, not 16 GPUs."""
+    nothing else; a fatal NVLink link event the whole domain followed is that one GPU's link,
+    not 16 GPUs; a tray the switch trays did not configure (In Progress) is that tray."""
     from labkit import set_faults
 
     with lab_with(tmp_path, 4, NVL) as inv:
@@ -222,6 +222,12 @@ def test_a_gb200_domain_is_accepted_and_each_fault_names_its_gpu_or_tray(tmp_pat
         # Link -1, 154 on the other 15 GPUs): the link is the one culprit
         set_faults({"node03": [{"kind": "xid", "gpu": 2, "code": 149, "link": 7}]})
         rc_x, cascade = validate(inv, tmp_path / "cascade")
+        # the switch trays did not configure one tray: its four GPUs In Progress are the tray
+        set_faults({"node04": [{"kind": "fabric_manager_down"}]})
+        rc_w, waiting = validate(inv, tmp_path / "in-progress")
+    assert rc_w == 2 and [(c["where"], c["action"]) for c in waiting["culprits"]] == [
+        ("node04", "switch")
+    ], waiting["culprits"]
     assert rc_x == 2, cascade["errors"]
     assert [(c["where"], c["action"]) for c in cascade["culprits"]] == [("node03 GPU 2", "cable")]
     assert "NVLink link 7 of node03 GPU 2 failed first" in cascade["culprits"][0]["message"]

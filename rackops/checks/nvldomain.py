@@ -195,9 +195,46 @@ def _view(
     }
 
 
+FIX_TRAY_OFF = (
+    "none of this tray's GPUs is in the domain's partition: the NVLink switch trays (NMX) did "
+    "not configure it (its NVLink cable cartridges, its place in the partition), or it booted "
+    "before the fabric was up: check it on NMX, then reboot the tray"
+)
+
+
 def _off_fabric(name: str, trays: Sequence[TrayRead], held: int, size: int) -> list[Finding]:
-    """The domain's GPUs that joined no partition, each that GPU (GPU-009 says why)."""
-    return [
+    """The domain's GPUs that joined no partition: a tray none of whose GPUs did is that tray
+    (NVL-008: the localiser folds its GPUs' own findings into it), else each GPU (GPU-009
+    says why)."""
+    whole = [
+        t
+        for t in trays
+        if t.gpus is not None and len(t.gpus) > 1 and not any(_in_partition(g) for g in t.gpus)
+    ]
+    out = [
+        Finding(
+            "NVL-008",
+            Status.FAIL,
+            Subject(node=t.node),
+            f"{t.node} (slot {t.slot} of {name}): none of its {len(t.gpus or ())} GPUs is in the "
+            "domain's partition ("
+            + ", ".join(
+                f"{n} {st}"
+                for st, n in Counter(
+                    f"{g.fabric_state}/{g.fabric_status}" for g in t.gpus or ()
+                ).most_common()
+            )
+            + f"); {held} of the domain's {size} GPUs are",
+            held,
+            size,
+            "GPUs",
+            remediation=FIX_TRAY_OFF,
+            action="switch",
+        )
+        for t in whole
+    ]
+    gone = {t.node for t in whole}
+    return out + [
         Finding(
             "NVL-004",
             Status.FAIL,
@@ -212,6 +249,7 @@ def _off_fabric(name: str, trays: Sequence[TrayRead], held: int, size: int) -> l
             remediation="see GPU-009/GPU-011 for this GPU: the fabric did not take it",
         )
         for t in trays
+        if t.node not in gone
         for g in t.gpus or ()
         if not _in_partition(g)
     ]

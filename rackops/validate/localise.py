@@ -194,6 +194,16 @@ class _Rules:
 
     def fold_domains(self) -> None:
         for rec in self.of_kind("nvldomain"):
+            for f in _fails(rec):  # a tray none of whose GPUs joined: that tray, one culprit
+                tray = f["subject"].get("node")
+                whole = self.culprits.get((tray, "node"))
+                if f["code"] != "NVL-008" or whole is None:
+                    continue
+                whole.message, whole.action = f["message"], f.get("action")
+                whole.remediation = f.get("remediation") or ""
+                for key in [k for k in self.culprits if k[0] == tray and k[1] == "gpu"]:
+                    if all(e.get("code") in self.FOLDED for e in self.culprits[key].evidence):
+                        whole.evidence += self.culprits.pop(key).evidence
             if not any(f["code"] == "NVL-007" for f in _fails(rec)):
                 continue
             trays = ((rec.get("meta") or {}).get("domain") or {}).get("trays") or {}
