@@ -164,8 +164,10 @@ def test_the_example_domain_is_whole(nvl72: Rack) -> None:
         ("tray07", "{domain: nvl72-a, slot: 19}", "tray07: slot 19 is past the 18 trays"),
         ("tray07", "{domain: nvl72-b, slot: 7}", "domain nvl72-a: 17 trays, 68 GPUs"),
         ("tray07", "{domain: 'nvl72-a;reboot', slot: 7}", "rackops_nvlink"),
+        # one tray says the domain is smaller than the others (and the profile) do
+        ("tray07", "{domain: nvl72-a, slot: 7, gpus: 36}", "give its size differently"),
     ],
-    ids=["no-domain", "slot-twice", "slot-past", "split-domain", "bad-name"],
+    ids=["no-domain", "slot-twice", "slot-past", "split-domain", "bad-name", "size-disagrees"],
 )
 def test_a_domain_that_is_not_whole_is_an_error_naming_the_tray(
     nvl72: Rack, host: str, value: object, words: str
@@ -440,13 +442,16 @@ def test_the_report_shows_the_domain_on_its_first_screen(tmp_path: Path) -> None
 # --- the lab's reduced domain: its inventory is a whole domain of the lab profile ----------
 
 
-def test_the_lab_writes_a_whole_nvlink_domain_of_its_trays(tmp_path: Path) -> None:
+@pytest.mark.parametrize("trays", [4, 18])
+def test_the_lab_writes_a_whole_nvlink_domain_of_its_trays(tmp_path: Path, trays: int) -> None:
+    """CI's 4 trays are a domain of 16 GPUs that says so (rackops_nvlink.gpus); 18 trays are
+    a whole NVL72 of the same profile. Both lint clean."""
     from rackops.lab.inventory import write_inventory
     from rackops.lab.model import LabNode, LabState
     from rackops.lab.scenario import Scenario
     from rackops.lint import lint_inventory
 
-    names = ["node01", "node02", "node03", "node04"]
+    names = [f"node{i:02d}" for i in range(1, trays + 1)]
     rails = {n: {r: f"198.18.{r}.{10 + i}" for r in range(4)} for i, n in enumerate(names, 1)}
     spec = Scenario.model_validate({"hardware": {"gpus": 4, "nvlink_domain": "nvl-a"}})
     versions = {"ofed": "25.07-0.9.7", "driver": "580.95.05", "dcgm": "4.4.1"}
@@ -461,8 +466,10 @@ def test_the_lab_writes_a_whole_nvlink_domain_of_its_trays(tmp_path: Path) -> No
     write_inventory(state, tmp_path / "inv")
     cluster = load_inventory(tmp_path / "inv").raise_for_errors()
     assert {(n.name, n.profile, n.nvlink.slot if n.nvlink else None) for n in cluster.nodes} == {
-        (n, "lab-gb200-nvl16-roce400", i) for i, n in enumerate(names, 1)
+        (n, "lab-gb200-roce400", i) for i, n in enumerate(names, 1)
     }
+    sizes = {n.nvlink.size(72) for n in cluster.nodes if n.nvlink}
+    assert sizes == {4 * trays}
     assert [d for d in lint_inventory(tmp_path / "inv").diagnostics if d.code == "NVL001"] == []
     with pytest.raises(Exception, match="4-GPU trays on RoCE"):
         _ = Scenario.model_validate({"hardware": {"nvlink_domain": "nvl-a"}}).nvlink_domain
@@ -587,3 +594,37 @@ def test_the_domain_row_says_imex_and_nvlink_per_tray() -> None:
         [{"node": "t2", "gpu": 3, "code": "NVL-LINK", "status": "FAIL",
           "message": "link 5 <inactive>"}],
     )  # fmt: skip
+
+
+def test_a_smaller_domain_says_its_size_and_is_held_to_it(nvl72: Rack) -> None:
+    """An NVL36 rack (9 trays of the same tray profile) says gpus: 36 on every tray: whole at
+    9 trays; a size past the profile's or not whole trays is refused."""
+    text = (nvl72.path / "hosts.yml").read_text()
+    for t in range(1, 19):
+        host = f"tray{t:02d}"
+        value = f"{{domain: nvl36-a, slot: {t}, gpus: 36}}" if t <= 9 else None
+        _nvl(nvl72, host, value)
+    found = [m for c, _s, m in _codes(nvl72)]
+    # trays 10..18 now say no domain; the 9 of nvl36-a are whole
+    assert not [m for m in found if "nvl36-a" in m], found
+    (nvl72.path / "hosts.yml").write_text(text)
+    for t in range(1, 19):
+        _nvl(nvl72, f"tray{t:02d}", f"{{domain: nvl72-a, slot: {t}, gpus: 74}}")
+    assert any(
+        "not a whole number of 4-GPU trays up to the profile's 72" in m
+        for _c, _s, m in _codes(nvl72)
+    )
+
+
+def test_the_whole_nvl72_scenario_loads_and_a_lab_past_18_trays_is_refused(
+    tmp_path: Path,
+) -> None:
+    from rackops import lab
+    from rackops.errors import RackopsError
+    from rackops.lab.scenario import load_scenario
+
+    root = Path(__file__).resolve().parent.parent
+    scenario = root / "validators" / "scenarios" / "nvl72.yaml"
+    assert load_scenario(str(scenario)).nvlink_domain == "nvl72-lab"
+    with pytest.raises(RackopsError, match="one rack of 2 to 18 trays"):
+        lab.up(nodes=19, engine_name="podman", workdir=str(tmp_path), scenario=str(scenario))

@@ -183,8 +183,15 @@ class NvlinkDomain(_Frozen):
     domain: str
     slot: int = Field(ge=1, le=144)
     clique: int | None = Field(default=None, ge=1, le=65535)
+    # the domain's GPUs where it is smaller than the tray profile's (gpu.nvlink_domain): a
+    # GB200 NVL36 rack of 9 trays, the lab's domain of 4; every tray of it says the same
+    gpus: int | None = Field(default=None, ge=2, le=576)
 
     _names = field_validator("domain")(classmethod(lambda cls, v: _host_name(v)))
+
+    def size(self, profile_gpus: int) -> int:
+        """The domain's GPUs: its own ``gpus`` where set, else the profile's domain."""
+        return self.gpus if self.gpus is not None else profile_gpus
 
 
 class Node(_Frozen):

@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 
 from rackops.lab import vm
-from rackops.lab.model import LabNode, LabState
+from rackops.lab.model import DOMAIN_PROFILE, DOMAIN_TRAYS, LabNode, LabState
 from rackops.lab.repo import HW_ROOT
 
 LEAF_OS = ("sonic", "sonic", "sonic", "cumulus", "cumulus", "cumulus", "eos", "eos")
@@ -254,8 +254,8 @@ def _profile(state: LabState) -> str:
     """The profile of the lab's nodes: by engine, GPU count (= rails) and fabric."""
     if state.engine == "vm":
         return "lab-vm-rxe"
-    if state.nvlink_domain:  # GB200 trays, their domain reduced to the lab's 4 nodes
-        return "lab-gb200-nvl16-roce400"
+    if state.nvlink_domain:  # GB200 trays: a whole NVL72, or a smaller domain (its gpus)
+        return DOMAIN_PROFILE
     if state.rails == 4:
         if state.ib:
             raise ValueError("a 4-GPU lab node is RoCE (profile lab-4gpu-roce400)")
@@ -280,7 +280,10 @@ def write_inventory(state: LabState, dest: Path) -> None:
     }
     if state.nvlink_domain:  # each tray in its slot of the domain
         for n in nodes:
-            hosts[n.name]["rackops_nvlink"] = {"domain": state.nvlink_domain, "slot": n.index}
+            link = {"domain": state.nvlink_domain, "slot": n.index}
+            if len(nodes) < DOMAIN_TRAYS:  # smaller than an NVL72: the domain says its size
+                link["gpus"] = 4 * len(nodes)
+            hosts[n.name]["rackops_nvlink"] = link
     where = {n.name: rack_of(n.index, len(nodes), state.racks) for n in nodes}
     _dump(
         dest / "hosts.yml",

@@ -25,7 +25,7 @@ from rackops.lab import switches as lab_switches
 from rackops.lab.engine import LABEL, Engine, LabError, wait_ssh
 from rackops.lab.hoststate import restore, snapshot
 from rackops.lab.inventory import LAB_FABRIC, MAX_PER_RACK, RAILS, netdev, write_inventory
-from rackops.lab.model import MGMT_NET, RAIL_NET, LabNode, LabState, lab_workdir
+from rackops.lab.model import DOMAIN_TRAYS, MGMT_NET, RAIL_NET, LabNode, LabState, lab_workdir
 from rackops.lab.repo import APT_SOURCE, build_repo
 from rackops.lab.scenario import Scenario, load_scenario
 from rackops.lab.targets import NspawnTargets, PodmanTargets, targets_of
@@ -210,6 +210,11 @@ def up(
         raise LabError(f"a lab is already up in {wd}; run `rackops lab down` first")
     spec = load_scenario(scenario)
     spec.refuse_engine(engine_name)
+    if spec.nvlink_domain and not (2 <= nodes <= DOMAIN_TRAYS and racks == 1):
+        raise LabError(
+            f"hardware.nvlink_domain: a lab NVLink domain is one rack of 2 to {DOMAIN_TRAYS} "
+            f"trays ({DOMAIN_TRAYS}: a whole NVL72); --nodes {nodes} --racks {racks} is not"
+        )
     names = [f"node{i:02d}" for i in range(1, nodes + 1)]
     unknown = sorted(set(spec.nodes) - set(names))
     if unknown:

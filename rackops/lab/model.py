@@ -10,6 +10,9 @@ from typing import Any
 
 MGMT_NET = "198.19.0"  # 198.18.0.0/15 is reserved for benchmarking networks (RFC 2544)
 RAIL_NET = "198.18"
+# a lab NVLink domain: GB200 trays of 4 GPUs, as many as an NVL72 holds at most (18: whole)
+DOMAIN_PROFILE = "lab-gb200-roce400"
+DOMAIN_TRAYS = 18
 
 
 @dataclass

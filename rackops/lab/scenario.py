@@ -316,7 +316,7 @@ class Scenario(_F):
         if self.gpus != 4 or self.ib:
             raise InventoryError(
                 "hardware.nvlink_domain: a lab NVLink domain is of 4-GPU trays on RoCE "
-                "(profile lab-gb200-nvl16-roce400): set hardware.gpus: 4, no link_layer"
+                "(profile lab-gb200-roce400): set hardware.gpus: 4, no link_layer"
             )
         return domain
 

@@ -369,7 +369,33 @@ def _whole_domain(ctx: Context, name: str, trays: list[Node]) -> Iterator[Diagno
         )
         return
     gpu = ctx.result.profiles[profiles[0]].profile.gpu
-    slots = gpu.nvlink_domain // gpu.count
+    said = sorted({t.nvlink.gpus for t in trays if t.nvlink and t.nvlink.gpus is not None})
+    if len(said) > 1 or (
+        said and len(said) == 1 and any(t.nvlink and t.nvlink.gpus is None for t in trays)
+    ):
+        yield ctx.at(
+            "NVL001",
+            E,
+            f"domain {name}: its trays give its size differently (rackops_nvlink.gpus "
+            f"{', '.join(map(str, said))} and unset): one domain, one size",
+            trays[0].name,
+            "rackops_nvlink",
+            "gpus",
+        )
+        return
+    size = trays[0].nvlink.size(gpu.nvlink_domain) if trays[0].nvlink else gpu.nvlink_domain
+    if size > gpu.nvlink_domain or size % gpu.count:
+        yield ctx.at(
+            "NVL001",
+            E,
+            f"domain {name}: rackops_nvlink.gpus {size} is not a whole number of "
+            f"{gpu.count}-GPU trays up to the profile's {gpu.nvlink_domain}-GPU domain",
+            trays[0].name,
+            "rackops_nvlink",
+            "gpus",
+        )
+        return
+    slots = size // gpu.count
     held: dict[int, str] = {}
     for t in sorted(trays, key=lambda t: t.name):
         assert t.nvlink is not None
@@ -378,8 +404,7 @@ def _whole_domain(ctx: Context, name: str, trays: list[Node]) -> Iterator[Diagno
             yield ctx.at(
                 "NVL001",
                 E,
-                f"{t.name}: slot {slot} is past the {slots} trays of a {gpu.nvlink_domain}-GPU "
-                f"domain ({name})",
+                f"{t.name}: slot {slot} is past the {slots} trays of a {size}-GPU domain ({name})",
                 t.name,
                 "rackops_nvlink",
                 "slot",
@@ -398,11 +423,11 @@ def _whole_domain(ctx: Context, name: str, trays: list[Node]) -> Iterator[Diagno
             held[slot] = t.name
     gpus = sum(t.gpus for t in trays)
     empty = [s for s in range(1, slots + 1) if s not in held]
-    if gpus != gpu.nvlink_domain or empty:
+    if gpus != size or empty:
         yield ctx.at(
             "NVL001",
             E,
-            f"domain {name}: {len(trays)} trays, {gpus} GPUs; a {gpu.nvlink_domain}-GPU domain "
+            f"domain {name}: {len(trays)} trays, {gpus} GPUs; a {size}-GPU domain "
             f"is {slots} trays of {gpu.count}"
             + (f": slot(s) {', '.join(map(str, empty))} have no tray" if empty else ""),
             trays[0].name,

@@ -29,7 +29,9 @@ class NvlDomainStage(StageBase):
             step = f"nvldomain/{domain}"
             if step in done:
                 continue
+            link = trays[0].nvlink
             size = self.profiles[trays[0].profile].gpu.nvlink_domain
+            size = link.size(size) if link is not None else size
             pinned = next((t.nvlink.clique for t in trays if t.nvlink and t.nvlink.clique), None)
             reads = [
                 TrayRead(t.name, t.nvlink.slot if t.nvlink else 0, read.get(t.name))
