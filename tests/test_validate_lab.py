@@ -187,7 +187,7 @@ nodes: {}
 
 
 def test_a_gb200_domain_is_accepted_and_each_fault_names_its_gpu_or_tray(tmp_path: Path) -> None:
-    """Four GB200 trays in one NVLink domain (profile lab-gb200-roce400, a 16-GPU domain): clean, the
+    """Four GB200 trays in one 16-GPU NVLink domain (profile lab-gb200-roce400): clean, the
     domain is one partition of its 16 GPUs, IMEX UP on every tray, NCCL across the trays
     over MNNVL; then one fault of each kind is named exactly — a tray in another partition
     as the tray, a GPU the fabric refused, an unhealthy one and one with an inactive NVLink as
