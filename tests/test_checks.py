@@ -63,6 +63,13 @@ VERDICTS = {
     "nccl-debug/nccl707-busid-channel-format": "ERROR",
     "nccl-debug/nccl1519-comm-mnnvl0-two-nodes": "FAIL",
     "nccl-debug/torchtitan1570-rank-prefix-single-node": "OK",
+    # a tray's own IMEX: channel 0 at its class's major is OK; at nvidia-caps' (the real
+    # GB200 node) it FAILs; no daemon, channel or nodes_config FAILs; a cut read is ERROR
+    "imex-node/guide-234-ready-4node": "OK",
+    "imex-node/container-channels-508": "OK",
+    "imex-node/gb200-channel0-at-nvidia-caps-major": "FAIL",
+    "imex-node/composed-no-channel-no-config-not-ready": "FAIL",
+    "imex-node/cut-guide-234-mid-channels": "ERROR",
     "nvidia-imex/aws-pcs-570-18node-up": "FAIL",
     "nvidia-imex/gh200-570-1node-up": "FAIL",
     "nvidia-imex/gh200-570-2node-up": "FAIL",

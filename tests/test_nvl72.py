@@ -628,3 +628,68 @@ def test_the_whole_nvl72_scenario_loads_and_a_lab_past_18_trays_is_refused(
     assert load_scenario(str(scenario)).nvlink_domain == "nvl72-lab"
     with pytest.raises(RackopsError, match="one rack of 2 to 18 trays"):
         lab.up(nodes=19, engine_name="podman", workdir=str(tmp_path), scenario=str(scenario))
+
+
+# --- a tray's own IMEX: its daemon, its channel 0, its nodes_config.cfg ---------------------
+
+IMEX_NODE = Path(__file__).parent / "fixtures" / "imex-node"
+
+
+def _imex_node(cluster: Any, name: str, tray: str = "tray01", edit: Any = None) -> list[Finding]:
+    from rackops.checks.imex import check_imex_node
+
+    text = (IMEX_NODE / name).read_text()
+    parsed = parse("imex-node", edit(text) if edit else text)
+    return check_imex_node(parsed, node=cluster.node(tray), cluster=cluster)
+
+
+def test_a_trays_own_imex_is_held_to_its_channel_and_its_domain(nvl72: Rack) -> None:
+    cluster = load_inventory(nvl72.path).raise_for_errors()
+    four = "".join(f"172.27.58.{i}\n" for i in range(70, 74))
+    rows = "".join(f"172.27.58.{i}\n" for i in range(70, 88))  # the domain's 18 trays
+    whole = _imex_node(
+        cluster, "guide-234-ready-4node.txt", edit=lambda t: t.replace(four, rows, 1)
+    )
+    assert [(f.code, f.status) for f in whole] == [("IMEX-010", Status.OK)], whole
+    # the real GB200 node's channel0, made with nvidia-caps' major and minor
+    (bad,) = _imex_node(cluster, "gb200-channel0-at-nvidia-caps-major.txt")[:1]
+    assert (bad.code, bad.observed, bad.expected) == ("IMEX-014", "497,4323", "498,0"), bad
+    found = _imex_node(cluster, "composed-no-channel-no-config-not-ready.txt")
+    assert [f.code for f in found] == ["IMEX-011", "IMEX-013", "IMEX-015"]
+    assert "No such file" in found[2].message and found[0].subject.node == "tray01"
+    cut = _imex_node(cluster, "cut-guide-234-mid-channels.txt")
+    assert [(f.code, f.status) for f in cut] == [("IMEX-010", Status.ERROR)]
+
+
+def test_one_trays_nodes_config_apart_is_that_tray() -> None:
+    from rackops.checks.imex import judge_nodes_configs
+
+    same = tuple(f"10.0.0.{i}" for i in range(1, 19))
+    configs = {f"tray{i:02d}": same for i in range(1, 19)}
+    assert judge_nodes_configs("nvl72-a", configs) == []
+    configs["tray09"] = same[:17]
+    (f,) = judge_nodes_configs("nvl72-a", configs)
+    assert (f.code, f.subject.node, f.observed, f.expected) == ("IMEX-016", "tray09", 17, 18)
+    configs["tray10"] = (same[1], same[0], *same[2:])  # the same entries, another order
+    found = judge_nodes_configs("nvl72-a", configs)
+    assert [g.subject.node for g in found] == ["tray09", "tray10"]
+    assert "another order" in found[1].message
+    split = {"a": same, "b": same[:3], "c": same[:5], "d": same[:7]}
+    (whole,) = judge_nodes_configs("nvl72-a", split)
+    assert whole.subject.node is None and "none held by most trays" in whole.message
+
+
+def test_the_simulated_tray_lays_out_imex_as_the_driver_does(tmp_path: Path) -> None:
+    import os
+    import stat
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "rackops" / "lab"))
+    from hwsim.node import Node
+    from hwsim.tree import IMEX_MAJOR, imex_tree
+
+    imex_tree(Node({"hardware": {"gpus": 4, "nvlink_domain": "d"}}, "t1"), [str(tmp_path)])
+    assert f"{IMEX_MAJOR} nvidia-caps-imex-channels" in (tmp_path / "proc/devices").read_text()
+    chan = tmp_path / "dev/nvidia-caps-imex-channels/channel0"
+    st = chan.lstat()
+    assert stat.S_ISCHR(st.st_mode) and os.major(st.st_rdev) == IMEX_MAJOR, st

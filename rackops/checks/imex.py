@@ -1,6 +1,7 @@
 """IMEX on a tray of a multi-node NVLink domain: the domain as this tray's daemon sees it
 (``nvidia-imex-ctl -N``) — UP, every node of it READY at the driver's version, every
-connection of the matrix C, and as many nodes as the domain has trays.
+connection of the matrix C, and as many nodes as the domain has trays; and each tray's own
+IMEX (``check_imex_node``): READY, its channel 0, its nodes_config.cfg.
 
 A node the table names is mapped to the inventory by its host name (``-H``) or its address,
 so a tray whose IMEX is down is named as that tray from every other tray's view (one
@@ -13,6 +14,7 @@ from collections.abc import Callable, Sequence
 
 from rackops.findings import Finding, Status, Subject
 from rackops.inventory.model import Cluster, Node
+from rackops.parsers.imex_node import ImexNode as ImexNodeState
 from rackops.parsers.nvidia_imex import CONNECTION, ImexDomain, ImexNode
 
 FIX_NODE = (
@@ -183,3 +185,162 @@ def _links(
             )
         )
     return found
+
+
+FIX_CHANNEL = (
+    "give the tray IMEX channel 0 at the channel class's major: load the nvidia module with "
+    "NVreg_CreateImexChannel0=1, or `mknod -m 666 /dev/nvidia-caps-imex-channels/channel0 c "
+    "<major of nvidia-caps-imex-channels in /proc/devices> 0` (channels do not survive a "
+    "reboot)"
+)
+
+
+def check_imex_node(
+    parsed: ImexNodeState, *, node: Node | None, cluster: Cluster | None
+) -> list[Finding]:
+    """One tray's own IMEX: its daemon READY, the IMEX channel class and channel 0 at its
+    major and minor 0 (a channel0 made with nvidia-caps' numbers, as on a real GB200 NVL72
+    node, gives every workload CUDA_ERROR_NOT_PERMITTED), and a nodes_config.cfg of the
+    domain's trays, each once. The same file on every tray is the domain stage's to judge."""
+    here = Subject(node=None if node is None else node.name)
+    if not parsed.complete:
+        return [
+            Finding(
+                "IMEX-010",
+                Status.ERROR,
+                here,
+                "the tray's IMEX read is not whole (a part is missing, or it was cut)",
+                remediation="run it again; it reads /proc/devices, /dev/nvidia-caps-imex-channels "
+                "and /etc/nvidia-imex/nodes_config.cfg, and asks nvidia-imex-ctl -q",
+            )
+        ]
+    found: list[Finding] = []
+    if parsed.ctl != "READY":
+        said = "; ".join(parsed.ctl_said[:3]) or "nothing (no daemon answered)"
+        found.append(
+            Finding(
+                "IMEX-011",
+                Status.FAIL,
+                here,
+                f"IMEX on this tray is not READY: nvidia-imex-ctl -q said {said}",
+                parsed.ctl,
+                "READY",
+                remediation=FIX_NODE,
+            )
+        )
+    channel0 = next((c for c in parsed.channels if c.name == "channel0"), None)
+    if parsed.channel_major is None:
+        found.append(
+            Finding(
+                "IMEX-012",
+                Status.FAIL,
+                here,
+                "the driver has no IMEX channel class (no nvidia-caps-imex-channels in "
+                "/proc/devices): no workload can import memory across the domain",
+                remediation="load a driver with IMEX channels (R550+; the GB200 pin) and check "
+                "the nvidia module loaded",
+            )
+        )
+    elif channel0 is None:
+        found.append(
+            Finding(
+                "IMEX-013",
+                Status.FAIL,
+                here,
+                "no IMEX channel 0 (/dev/nvidia-caps-imex-channels/channel0"
+                + (f": {parsed.channels_error}" if parsed.channels_error else "")
+                + "): NCCL's MNNVL and every CUDA fabric allocation need one",
+                remediation=FIX_CHANNEL,
+            )
+        )
+    elif (channel0.kind, channel0.major, channel0.minor) != ("c", parsed.channel_major, 0):
+        found.append(
+            Finding(
+                "IMEX-014",
+                Status.FAIL,
+                here,
+                f"IMEX channel 0 is {'a device ' if channel0.kind == 'c' else 'not a device, '}"
+                f"{channel0.major},{channel0.minor}; the channel class is major "
+                f"{parsed.channel_major} (minor 0): a fabric allocation through it fails "
+                "(CUDA_ERROR_NOT_PERMITTED)",
+                f"{channel0.major},{channel0.minor}",
+                f"{parsed.channel_major},0",
+                remediation="remove it, then " + FIX_CHANNEL,
+            )
+        )
+    trays = _trays(cluster, node)
+    twice = sorted({n for n in parsed.nodes if parsed.nodes.count(n) > 1})
+    if not parsed.nodes or twice or (trays and len(parsed.nodes) != len(trays)):
+        why = (
+            (parsed.nodes_error or "it lists no node")
+            if not parsed.nodes
+            else f"{', '.join(twice)} listed twice"
+            if twice
+            else f"it lists {len(parsed.nodes)} nodes, the domain has {len(trays)} trays"
+        )
+        found.append(
+            Finding(
+                "IMEX-015",
+                Status.FAIL,
+                here,
+                f"/etc/nvidia-imex/nodes_config.cfg: {why}",
+                len(parsed.nodes),
+                len(trays) or None,
+                remediation="list every tray of the domain once, in the same order on every "
+                "tray (IMEX reads it only when it starts: restart nvidia-imex after)",
+            )
+        )
+    return found or [
+        Finding(
+            "IMEX-010",
+            Status.OK,
+            here,
+            f"IMEX READY; channel 0 at {parsed.channel_major},0; nodes_config.cfg lists "
+            f"{len(parsed.nodes)} nodes",
+        )
+    ]
+
+
+def judge_nodes_configs(domain: str, configs: dict[str, tuple[str, ...]]) -> list[Finding]:
+    """The domain's trays each read nodes_config.cfg once (``configs``: tray → its entries,
+    in order): a tray whose file is not the one most trays share is named (IMEX refuses a
+    node map that differs, ``!M!``, and logs "Node configuration mapping mismatch")."""
+    if len(configs) < 2:
+        return []
+    counts: dict[tuple[str, ...], int] = {}
+    for entries in configs.values():
+        counts[entries] = counts.get(entries, 0) + 1
+    major, held = max(counts.items(), key=lambda kv: (kv[1], kv[0]))
+    if held * 2 <= len(configs) and len(counts) > 1:
+        return [
+            Finding(
+                "IMEX-016",
+                Status.FAIL,
+                Subject(),
+                f"domain {domain}: its trays' nodes_config.cfg are {len(counts)} different "
+                "files, none held by most trays",
+                remediation="write one nodes_config.cfg (every tray once, one order) to every "
+                "tray, then restart nvidia-imex on each",
+                action="node",
+            )
+        ]
+    return [
+        Finding(
+            "IMEX-016",
+            Status.FAIL,
+            Subject(node=tray),
+            f"{tray}'s nodes_config.cfg is not the domain's ({held} of {len(configs)} trays "
+            f"share one of {len(major)} entries): "
+            + (
+                f"it lists {len(entries)}"
+                if len(entries) != len(major)
+                else "the same count, another order or other entries"
+            ),
+            len(entries),
+            len(major),
+            remediation="copy the domain's nodes_config.cfg to this tray, then restart "
+            "nvidia-imex on it",
+        )
+        for tray, entries in sorted(configs.items())
+        if entries != major
+    ]

@@ -216,6 +216,7 @@ def packages(versions: Versions) -> list[Package]:
                 package_binaries("nvidia-imex"),
                 ("rackops-hwsim",),
                 "NVIDIA IMEX: memory export across a multi-node NVLink domain",
+                postinst=f"{HWSIM_RUN} imex-tree {HW_ROOT}",
             ),
             Package(
                 f"nvidia-fabricmanager-{br}",

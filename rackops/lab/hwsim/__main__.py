@@ -19,7 +19,7 @@ from .perftest import perftest
 from .phy import ethtool, mlxlink, perfquery
 from .rdma import ibstat, ibstatus, ibv_devinfo, mlnx_qos, ofed_info, show_gids
 from .smi import nvidia_smi
-from .tree import hw_tree
+from .tree import hw_tree, imex_tree
 
 RDMA = {
     "ibstat": ibstat,
@@ -55,8 +55,9 @@ TOOLS = (
 
 
 def main(argv):
-    if argv and argv[0] == "hw-tree":
-        return hw_tree(
+    if argv and argv[0] in ("hw-tree", "imex-tree"):
+        lay = hw_tree if argv[0] == "hw-tree" else imex_tree
+        return lay(
             Node(
                 load_scenario(),
                 os.environ.get("RACKOPS_HWSIM_NODE") or socket.gethostname().split(".")[0],

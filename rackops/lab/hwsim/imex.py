@@ -1,4 +1,5 @@
-"""nvidia-imex-ctl -N [-H]: the IMEX domain as this tray's daemon sees it, for a tray of a
+"""nvidia-imex-ctl -N [-H] (and -q, this daemon's state: READY): the IMEX domain as this
+tray's daemon sees it, for a tray of a
 multi-node NVLink domain (hardware ``nvlink_domain``). The layout is R570.1xx's (the AWS PCS
 guide's 18-node GB200 table, tests/fixtures/nvidia-imex/aws-pcs-570-18node-up.txt: the
 legend with the tool's own "triggreed", ``Node #N - ADDR - STATE - Version: V``, the matrix,
@@ -39,11 +40,14 @@ def _trays(node):
 
 
 def nvidia_imex_ctl(node, args):
-    if "-N" not in args or not node.hw.get("nvlink_domain"):
+    if not ("-N" in args or "-q" in args) or not node.hw.get("nvlink_domain"):
         sys.stderr.write("Unable to open configuration file at /etc/nvidia-imex/config.cfg\n")
         return 1
     if node.faults_of("imex_down"):
         return 1
+    if "-q" in args:  # this daemon's own state (jgehrcke/jpsnips-nv, 570.00: READY)
+        emit(node, "nvidia-imex-ctl", "READY\n")
+        return 0
     trays = _trays(node)
     down = {i for i, t in enumerate(trays) if t.faults_of("imex_down")}
     now = time.time()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import stat
+import sys
 
 from .node import STATE_DIR
 from .pci import hca_bdf
@@ -67,4 +69,31 @@ def hw_tree(node, args):
         put("sys/class/infiniband/mlx5_%d/tc/1/traffic_class" % i, 0)
         for counter in ("np_cnp_sent", "rp_cnp_handled", "out_of_buffer"):
             put("sys/class/infiniband/mlx5_%d/ports/1/hw_counters/%s" % (i, counter), 0)
+    return 0
+
+
+# the IMEX channel class's major as NVIDIA's IMEX guide shows it (it differs between nodes)
+IMEX_MAJOR = 234
+
+
+def imex_tree(node, args):
+    """What a GB200 tray's driver lays out for IMEX (run by the stand-in nvidia-imex package
+    at install): /proc/devices with the driver's character devices and the IMEX channel
+    class (NVIDIA/nvidia-modprobe#9's lines), and channel 0 at that class's major, minor 0,
+    as NVreg_CreateImexChannel0=1 makes it (NVIDIA's IMEX guide). A container that may not
+    make device nodes gets none: rackops then names the missing channel, as on a real tray."""
+    root = args[0] if args else os.path.join(STATE_DIR, "root")
+    devices = os.path.join(root, "proc", "devices")
+    os.makedirs(os.path.dirname(devices), exist_ok=True)
+    if not os.path.exists(devices):
+        with open(devices, "w", encoding="ascii") as fh:
+            fh.write("195 nvidia\n195 nvidiactl\n%d nvidia-caps-imex-channels\n" % IMEX_MAJOR)
+    chan = os.path.join(root, "dev", "nvidia-caps-imex-channels", "channel0")
+    os.makedirs(os.path.dirname(chan), exist_ok=True)
+    if not os.path.lexists(chan):
+        try:
+            os.mknod(chan, 0o666 | stat.S_IFCHR, os.makedev(IMEX_MAJOR, 0))
+            os.chmod(chan, 0o666)
+        except OSError as exc:
+            sys.stderr.write("imex-tree: no channel0 (%s)\n" % exc)
     return 0

@@ -1,17 +1,20 @@
 """Stage 1c: each multi-node NVLink domain (GB200/GB300 NVL72) judged as one — its trays'
-GPUs in one fabric partition, all of the domain's GPUs there (``checks/nvldomain.py``). It
-reads the trays' ``nvidia-smi -q -x`` that stage 1 saved; it runs no command of its own."""
+GPUs in one fabric partition, all of the domain's GPUs there (``checks/nvldomain.py``), one
+nodes_config.cfg on every tray (``checks/imex.py``). It reads the trays' ``nvidia-smi -q -x``
+and ``imex-node`` that stage 1 saved; it runs no command of its own."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from rackops.checks.imex import judge_nodes_configs
 from rackops.checks.nvldomain import TrayRead, judge_domain
 from rackops.inventory.model import Node
 from rackops.validate.plan import Plan
 from rackops.validate.stages.base import StageBase
 
 SOURCE = "nvidia-smi-xml"
+IMEX = "imex-node"
 
 
 class NvlDomainStage(StageBase):
@@ -24,7 +27,13 @@ class NvlDomainStage(StageBase):
                 domains.setdefault(node.nvlink.domain, []).append(node)
         if not domains or not self.suite.checks.gpu_inventory:
             return
-        read = self._smi_reads({n.name for ns in domains.values() for n in ns}, unreachable)
+        names = {n.name for ns in domains.values() for n in ns}
+        read = self._smi_reads(names, unreachable)
+        configs = {
+            n: tuple(p.nodes)
+            for n, p in self._reads(IMEX, names, unreachable).items()
+            if p.complete and p.nodes
+        }
         for domain, trays in sorted(domains.items()):
             step = f"nvldomain/{domain}"
             if step in done:
@@ -38,6 +47,9 @@ class NvlDomainStage(StageBase):
                 for t in sorted(trays, key=lambda t: (t.nvlink.slot if t.nvlink else 0, t.name))
             ]
             findings, view = judge_domain(domain, reads, size, pinned)
+            findings += judge_nodes_configs(
+                domain, {t.name: configs[t.name] for t in trays if t.name in configs}
+            )
             self._record(step, "nvldomain", None, "nvldomain", None, findings, {"domain": view})
             self.progress(
                 f"[nvlink] domain {domain}: {view.get('in_partition', 0)} of {size} GPUs in "
@@ -46,13 +58,21 @@ class NvlDomainStage(StageBase):
 
     def _smi_reads(self, trays: set[str], unreachable: set[str]) -> dict[str, Any]:
         """Each tray's parsed GPU list, where its nvidia-smi -q -x was read whole."""
+        return {
+            n: tuple(p.gpus)
+            for n, p in self._reads(SOURCE, trays, unreachable).items()
+            if getattr(p, "gpus", None) is not None
+        }
+
+    def _reads(self, tool: str, trays: set[str], unreachable: set[str]) -> dict[str, Any]:
+        """Each reachable tray's parsed output of ``tool``, where it parsed."""
         out: dict[str, Any] = {}
         for rec in self.rundir.records():
-            if rec["kind"] != "node" or rec["tool"] != SOURCE or rec["node"] not in trays:
+            if rec["kind"] != "node" or rec["tool"] != tool or rec["node"] not in trays:
                 continue
             if rec["node"] in unreachable:
                 continue
             parsed = self.rundir.parsed_output(rec)
-            if parsed is not None and getattr(parsed, "gpus", None) is not None:
-                out[rec["node"]] = tuple(parsed.gpus)
+            if parsed is not None:
+                out[rec["node"]] = parsed
         return out
