@@ -33,7 +33,7 @@ def provision_hosts(inv: Path, scenario: str) -> None:
     unreachable ones."""
     down = set(re.findall(r"^  (node\d+):\s*\{[^}]*unreachable: true", scenario, re.M))
     _reached_all_but(playbook(inv, "lab-hardware.yml"), down)
-    tags = "net_mtu,hugepages,irq_affinity,roce_host_qos"
+    tags = "net_mtu,hugepages,irq_affinity,roce_host_qos,nvidia_imex"  # IMEX: trays only
     _reached_all_but(playbook(inv, "provision.yml", "--tags", tags), down)
 
 

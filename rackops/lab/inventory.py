@@ -284,6 +284,8 @@ def write_inventory(state: LabState, dest: Path) -> None:
             if len(nodes) < DOMAIN_TRAYS:  # smaller than an NVL72: the domain says its size
                 link["gpus"] = 4 * len(nodes)
             hosts[n.name]["rackops_nvlink"] = link
+            # the IMEX address hwsim's nvidia-imex-ctl gives the tray (lab/hwsim/imex.py)
+            hosts[n.name]["rackops_imex_address"] = f"172.31.0.{10 + n.index}"
     where = {n.name: rack_of(n.index, len(nodes), state.racks) for n in nodes}
     _dump(
         dest / "hosts.yml",

@@ -213,9 +213,10 @@ def packages(versions: Versions) -> list[Package]:
             Package(  # a GB200/GB300 tray's IMEX (NVIDIA's CUDA repository: nvidia-imex-<branch>)
                 f"nvidia-imex-{br}",
                 v,
-                package_binaries("nvidia-imex"),
+                (*package_binaries("nvidia-imex"), "nvidia-imex"),
                 ("rackops-hwsim",),
                 "NVIDIA IMEX: memory export across a multi-node NVLink domain",
+                (("nvidia-imex.service", "nvidia-imex"),),
                 postinst=f"{HWSIM_RUN} imex-tree {HW_ROOT}",
             ),
             Package(
@@ -238,7 +239,7 @@ def packages(versions: Versions) -> list[Package]:
     return out
 
 
-DAEMONS = ("nv-fabricmanager", "nvidia-persistenced", "nv-hostengine")
+DAEMONS = ("nv-fabricmanager", "nvidia-persistenced", "nv-hostengine", "nvidia-imex")
 
 
 def _wrapper(tool: str) -> str:
