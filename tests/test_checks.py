@@ -352,6 +352,7 @@ NO_SINGLE_CHECK = {
     "nvidia-smi-perf",
     "dcgmi-dmon",
     "kernel-xid",
+    "nvidia-smi-nvlink-errors",
     "sonic-ports",
     "eos-ports",
     "nvue-ports",

@@ -214,7 +214,17 @@ def test_a_gb200_domain_is_accepted_and_each_fault_names_its_gpu_or_tray(tmp_pat
                 ],
                 "node02": [{"kind": "imex_down"}],
                 "node03": [{"kind": "fabric_clique", "clique": 7}],
-                "node04": [{"kind": "fabric_insufficient", "gpu": 2}],
+                "node04": [
+                    {"kind": "fabric_insufficient", "gpu": 2},
+                    # link 4 of GPU 0 needs recoveries under the load (nvidia-smi nvlink -e)
+                    {
+                        "kind": "nvlink_errors",
+                        "gpu": 0,
+                        "link": 4,
+                        "counter": "recovery",
+                        "count": 2,
+                    },
+                ],
             }
         )
         rc, report = validate(inv, tmp_path / "faults")
@@ -241,6 +251,7 @@ def test_a_gb200_domain_is_accepted_and_each_fault_names_its_gpu_or_tray(tmp_pat
         ("gpu", "node01", None, 3),
         ("node", "node02", None, None),
         ("node", "node03", None, None),
+        ("gpu", "node04", None, 0),
         ("gpu", "node04", None, 2),
     }, report["culprits"]
     (dom,) = report["nvlink_domains"]

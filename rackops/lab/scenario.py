@@ -67,6 +67,7 @@ class Fault(_F):
         "netdev_mtu",
         "switch_mtu",
         "nvlink_down",
+        "nvlink_errors",  # gpu's NVLink `link` grows `counter` by `count` under the run's load
         "persistence_off",
         "fabric_manager_down",
         "gpu_processes",
@@ -129,6 +130,7 @@ class Fault(_F):
     code: int | None = Field(default=None, ge=1, le=65535, description="xid: the Xid code")
     when: Literal["during", "before"] | None = None  # xid: in the run's load, or before it
     pending: bool | None = None  # mlxconfig: set for the next boot only, not in force
+    counter: Literal["replay", "recovery", "crc"] | None = None  # nvlink_errors
     settle_s: float | None = Field(
         default=None, ge=0, le=600, description="hca_port: Active this long after first seen"
     )
@@ -147,6 +149,7 @@ class Fault(_F):
             "missing": ("tool",),
             "garbled": ("tool",),
             "nvlink_down": ("gpu", "link"),
+            "nvlink_errors": ("gpu", "link"),
             "switch_mtu": ("hca", "mtu"),
             "miscabled": ("hca",),
             "symbol_errors": ("hca",),

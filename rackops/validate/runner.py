@@ -32,6 +32,7 @@ from rackops.validate.stages.ibdiag import IbdiagStage
 from rackops.validate.stages.nccl import NcclStage
 from rackops.validate.stages.nodes import NodeStage
 from rackops.validate.stages.nvldomain import NvlDomainStage
+from rackops.validate.stages.nvlinkerrors import NvlinkErrorStage
 from rackops.validate.stages.pairs import PairStage
 from rackops.validate.stages.switches import SwitchStage
 
@@ -73,6 +74,7 @@ class Runner(
     NodeStage,
     FleetStage,
     NvlDomainStage,
+    NvlinkErrorStage,
     GpuLoadStage,
     PairStage,
     SwitchStage,
@@ -126,6 +128,7 @@ class Runner(
         started = time.monotonic()
         unreachable = {r["node"] for r in self.rundir.records() if r["kind"] == "unreachable"}
         self.load_begin(plan, done, unreachable)  # GPU samplers on, kernel log baseline
+        self.nvlink_errors("before", plan, done, unreachable)
         try:
             unreachable |= self.node_stage(plan, done)
             self._loaded_stages(plan, done, unreachable)
@@ -133,6 +136,7 @@ class Runner(
             self.load_abort()  # samplers stopped, nothing recorded: --resume watches anew
             raise
         self.load_end(plan, done, unreachable)  # samplers stopped, kernel log judged
+        self.nvlink_errors("after", plan, done, unreachable)
         self._peers(done)
         self.progress(f"[run] finished in {time.monotonic() - started:.1f} s")
 

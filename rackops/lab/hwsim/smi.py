@@ -6,13 +6,14 @@ import os
 import sys
 import time
 
-from .node import BUS, STATE_DIR, emit
+from .node import BUS, SCENARIO, STATE_DIR, emit
 from .thermal import (
     GPU_IDLE,
     HW_POWER_BRAKE,
     HW_SLOWDOWN,
     HW_THERMAL,
     SW_POWER_CAP,
+    loads,
     reason_counters,
     sensors,
 )
@@ -434,4 +435,37 @@ def nvidia_smi(node, args):
         return _smi_topo(node, gpus, args)
     if args[:2] == ["nvlink", "-s"]:
         return _smi_nvlink(node, gpus, args)
+    if args[:2] == ["nvlink", "-e"]:
+        return _smi_nvlink_errors(node, gpus, args)
     return _smi_summary(node, gpus, args)
+
+
+NVLINK_COUNTERS = {"replay": "Replay Errors", "recovery": "Recovery Errors", "crc": "CRC Errors"}
+
+
+def _smi_nvlink_errors(node, gpus, args):
+    """nvlink -e: every link's Replay, Recovery and CRC errors as the real H100 capture prints
+    them (stas00/ml-engineering; no verbatim NVLink5 block is public, so trays print these
+    too). An ``nvlink_errors`` fault adds its ``count`` to its link's ``counter`` once its GPU
+    was loaded after the scenario was written: the run's own load grows it."""
+    out = ""
+    if not node.hw["nvlink_links"]:
+        emit(node, "nvidia-smi", out)
+        return 0
+    try:
+        started = os.stat(SCENARIO).st_mtime
+    except OSError:
+        started = time.time()
+    loaded = {g for s, _e, on, _k in loads(node) if s >= started for g in on}
+    for g in gpus:
+        out += "GPU %d: %s (UUID: %s)\n" % (g, node.hw["gpu_model"], _gpu_fields(node, g)["uuid"])
+        for link in range(node.hw["nvlink_links"]):
+            counts = dict.fromkeys(NVLINK_COUNTERS.values(), 0)
+            for f in node.faults_of("nvlink_errors"):
+                if int(f["gpu"]) == g and int(f["link"]) == link and g in loaded:
+                    counts[NVLINK_COUNTERS[f.get("counter") or "replay"]] += int(
+                        f.get("count") or 1
+                    )
+            out += "".join("\t Link %d: %s: %d\n" % (link, k, v) for k, v in counts.items())
+    emit(node, "nvidia-smi", out)
+    return 0
