@@ -6,7 +6,7 @@
 
 Brings up a podman lab of that size and scenario, then times, each as the tests run it:
 ``playbooks/lab-hardware.yml`` (the stand-in stack), the host tuning
-(``playbooks/provision.yml --tags net_mtu,hugepages,irq_affinity,roce_host_qos``), a
+(``playbooks/provision.yml --tags net_mtu,hugepages,irq_affinity,roce_host_qos,nvidia_imex``), a
 second tuning run (nothing to change: the cost of Ansible's per-task round trips alone) and
 ``rackops validate --suite lab --pairing sample`` (``--launcher slurm``: on an nspawn
 lab with a real Slurm, validated through it); then takes the lab down. Prints one
@@ -16,6 +16,7 @@ Markdown row, and the slowest tasks of the first tuning run (Ansible's profile_t
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import subprocess
@@ -28,7 +29,7 @@ from rackops import lab
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
-TUNING = "net_mtu,hugepages,irq_affinity,roce_host_qos"
+TUNING = "net_mtu,hugepages,irq_affinity,roce_host_qos,nvidia_imex"  # as tests/labkit.py
 
 
 def timed(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, str]:
@@ -83,8 +84,10 @@ def main() -> int:
                     str(Path(tmp) / "run"),
                 ]
             )
+            report = json.loads((Path(tmp) / "run" / "report.json").read_text())
         finally:
             lab.down()
+    print(f"verdict {report['verdict']}: " + "; ".join(c["where"] for c in report["culprits"]))
     print(
         "| nodes | launcher | lab up (s) | stand-in stack (s) | tuning (s) | tuning again (s) "
         "| validate (s) |"

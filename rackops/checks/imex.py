@@ -268,28 +268,7 @@ def check_imex_node(
                 remediation="remove it, then " + FIX_CHANNEL,
             )
         )
-    trays = _trays(cluster, node)
-    twice = sorted({n for n in parsed.nodes if parsed.nodes.count(n) > 1})
-    if not parsed.nodes or twice or (trays and len(parsed.nodes) != len(trays)):
-        why = (
-            (parsed.nodes_error or "it lists no node")
-            if not parsed.nodes
-            else f"{', '.join(twice)} listed twice"
-            if twice
-            else f"it lists {len(parsed.nodes)} nodes, the domain has {len(trays)} trays"
-        )
-        found.append(
-            Finding(
-                "IMEX-015",
-                Status.FAIL,
-                here,
-                f"/etc/nvidia-imex/nodes_config.cfg: {why}",
-                len(parsed.nodes),
-                len(trays) or None,
-                remediation="list every tray of the domain once, in the same order on every "
-                "tray (IMEX reads it only when it starts: restart nvidia-imex after)",
-            )
-        )
+    found += _nodes_config(parsed, here, len(_trays(cluster, node)))
     return found or [
         Finding(
             "IMEX-010",
@@ -343,4 +322,30 @@ def judge_nodes_configs(domain: str, configs: dict[str, tuple[str, ...]]) -> lis
         )
         for tray, entries in sorted(configs.items())
         if entries != major
+    ]
+
+
+def _nodes_config(parsed: ImexNodeState, here: Subject, trays: int) -> list[Finding]:
+    """The tray's nodes_config.cfg lists each of the domain's ``trays`` once."""
+    twice = sorted({n for n in parsed.nodes if parsed.nodes.count(n) > 1})
+    if parsed.nodes and not twice and (not trays or len(parsed.nodes) == trays):
+        return []
+    why = (
+        (parsed.nodes_error or "it lists no node")
+        if not parsed.nodes
+        else f"{', '.join(twice)} listed twice"
+        if twice
+        else f"it lists {len(parsed.nodes)} nodes, the domain has {trays} trays"
+    )
+    return [
+        Finding(
+            "IMEX-015",
+            Status.FAIL,
+            here,
+            f"/etc/nvidia-imex/nodes_config.cfg: {why}",
+            len(parsed.nodes),
+            trays or None,
+            remediation="list every tray of the domain once, in the same order on every tray "
+            "(IMEX reads it only when it starts: restart nvidia-imex after)",
+        )
     ]

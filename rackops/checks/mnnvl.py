@@ -12,10 +12,10 @@ it is one of the run's nodes; else the run's nodes are.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from rackops.findings import Finding, Status, Subject
-from rackops.parsers.nccl_debug import NcclDebug
+from rackops.parsers.nccl_debug import Channel, NcclDebug
 
 FIX_FABRIC = (
     "check the tray's fabric partition (nvidia-smi -q: Fabric, CliqueId, ClusterUUID) and its "
@@ -55,11 +55,11 @@ def judge_mnnvl(log: NcclDebug, nodes: Sequence[str]) -> list[Finding]:
                 "known",
             )
         )
-    if len(known) < 2:
+    if len(known) < 2:  # proves nothing about a domain: never a pass
         return out or [
             Finding(
-                "NCCL-MNNVL-OK",
-                Status.OK,
+                "NCCL-MNNVL-000",
+                Status.WARN,
                 group,
                 "NCCL ran on one node: no traffic between trays to judge",
             )
@@ -90,6 +90,32 @@ def judge_mnnvl(log: NcclDebug, nodes: Sequence[str]) -> list[Finding]:
                 remediation=FIX_FABRIC,
             )
         )
+    out += _apart(log, ranks, who, group)
+    out += _channels(log, host_of, who, group)
+    if out:
+        return out
+    between = _between(log, host_of)
+    said = (
+        f"; all {len(between)} channels between trays via P2P/MNNVL"
+        if between
+        else "; NCCL printed no channel between trays"
+    )
+    return [
+        Finding(
+            "NCCL-MNNVL-OK",
+            Status.OK,
+            group,
+            f"NCCL used MNNVL on all {ranks} ranks of {len(trays)} trays{said}",
+        )
+    ]
+
+
+Who = Callable[[set[str]], Subject]
+
+
+def _apart(log: NcclDebug, ranks: int, who: Who, group: Subject) -> list[Finding]:
+    """GPUs NCCL saw outside the domain's fabric clique, or a clique short of the ranks."""
+    out = []
     joined = [g for g in log.fabric if g.state == 3 and g.uuid != "0.0"]
     if joined:
         parts = Counter((g.uuid, g.clique) for g in joined)
@@ -108,7 +134,7 @@ def judge_mnnvl(log: NcclDebug, nodes: Sequence[str]) -> list[Finding]:
                 )
             )
     small = [(h, size) for h, on, _c, size in log.cliques if on and size < ranks]
-    if small and not any(f.code == "NCCL-MNNVL-003" for f in out):
+    if small and not out:
         out.append(
             Finding(
                 "NCCL-MNNVL-003",
@@ -119,41 +145,37 @@ def judge_mnnvl(log: NcclDebug, nodes: Sequence[str]) -> list[Finding]:
                 remediation=FIX_FABRIC,
             )
         )
-    between = [
+    return out
+
+
+def _between(log: NcclDebug, host_of: dict[int, str]) -> list[Channel]:
+    """The channels between ranks on two different trays."""
+    return [
         ch
         for ch in log.channels
         if ch.src in host_of and ch.dst in host_of and host_of[ch.src] != host_of[ch.dst]
     ]
+
+
+def _channels(log: NcclDebug, host_of: dict[int, str], who: Who, group: Subject) -> list[Finding]:
+    """Channels between trays that went over the network, not P2P/MNNVL."""
+    between = _between(log, host_of)
     net = [ch for ch in between if not ch.via.startswith("P2P/MNNVL")]
-    if net:
-        ends: Counter[str] = Counter()
-        for ch in net:
-            ends.update({host_of[ch.src], host_of[ch.dst]})
-        common = {h for h, n in ends.items() if n == len(net)}
-        vias = sorted({"/".join(ch.via.split("/")[:2]) for ch in net})
-        out.append(
-            Finding(
-                "NCCL-MNNVL-002",
-                Status.FAIL,
-                who(common) if common else group,
-                f"{len(net)} of {len(between)} NCCL channels between trays went via "
-                f"{', '.join(vias)}, not P2P/MNNVL"
-                + (f": every one of them to or from {', '.join(sorted(common))}" if common else ""),
-                remediation=FIX_FABRIC,
-            )
-        )
-    if out:
-        return out
-    said = (
-        f"; all {len(between)} channels between trays via P2P/MNNVL"
-        if between
-        else "; NCCL printed no channel between trays"
-    )
+    if not net:
+        return []
+    ends: Counter[str] = Counter()
+    for ch in net:
+        ends.update({host_of[ch.src], host_of[ch.dst]})
+    common = {h for h, n in ends.items() if n == len(net)}
+    vias = sorted({"/".join(ch.via.split("/")[:2]) for ch in net})
     return [
         Finding(
-            "NCCL-MNNVL-OK",
-            Status.OK,
-            group,
-            f"NCCL used MNNVL on all {ranks} ranks of {len(trays)} trays{said}",
+            "NCCL-MNNVL-002",
+            Status.FAIL,
+            who(common) if common else group,
+            f"{len(net)} of {len(between)} NCCL channels between trays went via "
+            f"{', '.join(vias)}, not P2P/MNNVL"
+            + (f": every one of them to or from {', '.join(sorted(common))}" if common else ""),
+            remediation=FIX_FABRIC,
         )
     ]

@@ -184,6 +184,15 @@ def _keys(workdir: Path) -> Path:
     return key
 
 
+def _refuse_domain(domain: str | None, nodes: int, racks: int) -> None:
+    """A lab NVLink domain is one rack of 2 to 18 trays (18: a whole NVL72)."""
+    if domain and not (2 <= nodes <= DOMAIN_TRAYS and racks == 1):
+        raise LabError(
+            f"hardware.nvlink_domain: a lab NVLink domain is one rack of 2 to {DOMAIN_TRAYS} "
+            f"trays ({DOMAIN_TRAYS}: a whole NVL72); --nodes {nodes} --racks {racks} is not"
+        )
+
+
 def up(
     *,
     nodes: int = 4,
@@ -210,11 +219,7 @@ def up(
         raise LabError(f"a lab is already up in {wd}; run `rackops lab down` first")
     spec = load_scenario(scenario)
     spec.refuse_engine(engine_name)
-    if spec.nvlink_domain and not (2 <= nodes <= DOMAIN_TRAYS and racks == 1):
-        raise LabError(
-            f"hardware.nvlink_domain: a lab NVLink domain is one rack of 2 to {DOMAIN_TRAYS} "
-            f"trays ({DOMAIN_TRAYS}: a whole NVL72); --nodes {nodes} --racks {racks} is not"
-        )
+    _refuse_domain(spec.nvlink_domain, nodes, racks)
     names = [f"node{i:02d}" for i in range(1, nodes + 1)]
     unknown = sorted(set(spec.nodes) - set(names))
     if unknown:

@@ -44,6 +44,6 @@ TOOL = Tool(
     check=check,
     plan=plan,
     order=86,
-    binaries=(IMEX_CTL, Binary("ls", "coreutils")),
+    binaries=(IMEX_CTL, Binary("ls", "coreutils", simulated=False)),
     nvlink_domain=True,
 )
