@@ -80,7 +80,12 @@ def test_no_communicator_line_is_undecided() -> None:
 def test_a_real_comm_without_mnnvl_fails() -> None:
     log = parse_nccl_debug((FIX / "nccl1519-comm-mnnvl0-two-nodes.txt").read_text())
     found = judge_mnnvl(log, ["nathan-h100-1", "nathan-h100-2"])
-    assert _codes(found) == [("NCCL-MNNVL-001", Status.FAIL, "nathan-h100-1")]
+    # the thread's excerpt holds one rank's lines of 16: not the whole run, and that rank failed
+    assert _codes(found) == [
+        ("NCCL-MNNVL-000", Status.ERROR, "nathan-h100-1,nathan-h100-2"),
+        ("NCCL-MNNVL-001", Status.FAIL, "nathan-h100-1"),
+    ]
+    assert "rank(s) 0-6, 8-15 of 16" in found[0].message and "nathan-h100-2" in found[0].message
 
 
 def test_real_network_channels_between_nodes_fail() -> None:
@@ -91,8 +96,21 @@ def test_real_network_channels_between_nodes_fail() -> None:
     )
     text = comms + (FIX / "nccl1814-ibext-channels-between-nodes.txt").read_text()
     found = judge_mnnvl(parse_nccl_debug(text), ["hostname-test", "other"])
-    assert _codes(found) == [("NCCL-MNNVL-002", Status.FAIL, "hostname-test,other")]
-    assert "12 of 12 NCCL channels between trays went via NET/IBext_v8" in found[0].message
+    assert _codes(found) == [
+        ("NCCL-MNNVL-000", Status.ERROR, "hostname-test,other"),  # 4 of 48 ranks shown
+        ("NCCL-MNNVL-002", Status.FAIL, "hostname-test,other"),
+    ]
+    assert "12 of 12 NCCL channels between trays went via NET/IBext_v8" in found[1].message
+
+
+def test_a_log_of_one_trays_ranks_is_not_the_runs() -> None:
+    """Only tray01's lines of a 2-tray run: its channel to tray02's rank is no proof either
+    way, and the run is not shown whole (never a pass)."""
+    whole = _sim(trays=2)
+    mine = "".join(line + "\n" for line in whole.splitlines() if line.startswith("tray01:"))
+    found = judge_mnnvl(parse_nccl_debug(mine), ["tray01", "tray02"])
+    assert [(c, s) for c, s, _n in _codes(found)] == [("NCCL-MNNVL-000", Status.ERROR)]
+    assert "rank(s) 4-7 of 8" in found[0].message and "no line from tray02" in found[0].message
 
 
 def test_nccls_own_warning_fails_the_domain() -> None:
@@ -103,8 +121,9 @@ def test_nccls_own_warning_fails_the_domain() -> None:
         "this issue.\n"
     )
     found = judge_mnnvl(parse_nccl_debug(text), ["t1", "t2"])
-    assert [f.code for f in found] == ["NCCL-MNNVL-001", "NCCL-MNNVL-001"]
-    assert "available but not working" in found[0].message and found[0].action == "switch"
+    # one rank's lines of 8: not the whole run (an ERROR), and what it says fails the domain
+    assert [f.code for f in found] == ["NCCL-MNNVL-000", "NCCL-MNNVL-001", "NCCL-MNNVL-001"]
+    assert "available but not working" in found[1].message and found[1].action == "switch"
 
 
 @pytest.mark.parametrize(

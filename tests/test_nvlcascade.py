@@ -298,3 +298,37 @@ def test_hwsim_prints_one_fatal_link_and_its_domain_following(
         ("NVX-001", "t1", 2, 7)
     ]
     assert len(view["origins"][0]["followed"]) == 7
+
+
+def test_an_origin_on_gpu_0_is_not_its_own_follower() -> None:
+    alone = (
+        "[ 9.0] NVRM: Xid (PCI:0008:01:00): 149, NETIR_LINK_EVT Fatal XC0 i0 Link 02 (0x1 0x0)\n"
+    )
+    found, view = _cascade(("tray01", alone))
+    assert found[0].subject.gpu == 0 and "no other GPU followed it" in found[0].message
+    assert view["origins"][0]["followed"] == []
+
+
+def test_no_kernel_log_read_is_not_a_quiet_domain() -> None:
+    found, view = judge_cascade("d", [TrayLog("t1", TRAY, None), TrayLog("t2", TRAY, None)])
+    assert [(f.code, f.status) for f in found] == [("NVX-000", Status.WARN)]
+    assert view["unread"] == ["t1", "t2"]
+
+
+def test_first_links_on_two_trays_still_fold_the_domain(tmp_path: Path) -> None:
+    """Two trays each log a link-named fatal first: both links stand, and every other GPU's
+    NVLink Xids fold into its own tray's first link, or the first one named — never 68
+    culprits."""
+    a = "[ 50.0] NVRM: Xid (PCI:0008:01:00): 149, NETIR_LINK_EVT Fatal XC0 i0 Link 02 (0x1 0x0)\n"
+    b = "[ 10.0] NVRM: Xid (PCI:0019:01:00): 149, NETIR_LINK_EVT Fatal XC0 i0 Link 05 (0x1 0x0)\n"
+    logs = {"tray03": a + _peers("0009", "0018", "0019"), "tray11": b + _peers("0008")}
+    logs |= {f"tray{s:02d}": _peers(*TRAY_DOMS) for s in range(1, 19) if s not in (3, 11)}
+    report = _run(tmp_path / "two", logs)
+    where = [(c["where"], c["action"]) for c in report["culprits"]]
+    assert where == [("tray03 GPU 0", "cable"), ("tray11 GPU 3", "cable")], where
+    held = [
+        len({(e["subject"]["node"], e["subject"].get("gpu")) for e in c["evidence"]})
+        for c in report["culprits"]
+    ]
+    # tray11's peer (its GPU 0) is its own first link's; tray11's GPUs 1-2 logged nothing
+    assert held == [68, 2], held

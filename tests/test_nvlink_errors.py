@@ -112,3 +112,18 @@ def test_hwsim_grows_a_faulted_link_under_the_runs_load(monkeypatch: pytest.Monk
     assert [(f.code, f.status, f.subject.gpu, f.subject.port) for f in found] == [
         ("NVE-001", Status.FAIL, 1, 3)
     ]
+
+
+def test_a_gpu_or_its_links_gone_after_the_load_is_never_a_pass() -> None:
+    two = WHOLE + WHOLE.replace("GPU 0:", "GPU 1:", 1)
+    # GPU 1 missing from the read after: not compared, an error
+    assert ("NVE-000", Status.ERROR, 1, None) in _found(two, WHOLE)
+    # every link of GPU 1 inactive after the load (NVML's line instead of its links)
+    dead = (
+        WHOLE
+        + "GPU 1: NVIDIA H100 80GB HBM3 (UUID: GPU-1)\n"
+        + ("NVML: Unable to retrieve NVLink information as all links are inActive\n")
+    )
+    found = judge_growth(parse_nvlink_errors(two), parse_nvlink_errors(dead), "node01")
+    assert [(f.code, f.status, f.subject.gpu) for f in found] == [("NVE-003", Status.FAIL, 1)]
+    assert "all its links are inactive after the run (18 links before)" in found[0].message

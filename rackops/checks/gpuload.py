@@ -84,7 +84,7 @@ def judge_kernel_log(
             )
             continue
         x = info(e.code)
-        nvl = getattr(e, "nvlink", None)
+        nvl = e.nvlink
         # an NVLink5 unit's non-fatal event (BER, RX pipe): NVIDIA's decode sheet says IGNORE
         # or evaluate the Xid 154 that follows; only a Fatal one blames the GPU's link
         hardware = x.hardware and not before_run and not (nvl is not None and not nvl.fatal)

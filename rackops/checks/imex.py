@@ -10,6 +10,7 @@ culprit, however many trays see it), never as the tray that looked.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 
 from rackops.findings import Finding, Status, Subject
@@ -327,7 +328,7 @@ def judge_nodes_configs(domain: str, configs: dict[str, tuple[str, ...]]) -> lis
 
 def _nodes_config(parsed: ImexNodeState, here: Subject, trays: int) -> list[Finding]:
     """The tray's nodes_config.cfg lists each of the domain's ``trays`` once."""
-    twice = sorted({n for n in parsed.nodes if parsed.nodes.count(n) > 1})
+    twice = sorted(n for n, k in Counter(parsed.nodes).items() if k > 1)
     if parsed.nodes and not twice and (not trays or len(parsed.nodes) == trays):
         return []
     why = (

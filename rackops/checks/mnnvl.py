@@ -24,8 +24,10 @@ FIX_FABRIC = (
 )
 
 
-def judge_mnnvl(log: NcclDebug, nodes: Sequence[str]) -> list[Finding]:
-    """Findings for one multi-node NCCL run over the trays ``nodes`` of one domain."""
+def judge_mnnvl(log: NcclDebug, nodes: Sequence[str], *, stage: bool = True) -> list[Finding]:
+    """Findings for one multi-node NCCL run over the trays ``nodes`` of one domain
+    (``stage``: they are the run's own nodes, each of which must show in the log; False when
+    they were read out of the log itself)."""
     group = Subject(node=",".join(nodes))
     known = set(nodes)
 
@@ -67,6 +69,30 @@ def judge_mnnvl(log: NcclDebug, nodes: Sequence[str]) -> list[Finding]:
     host_of = {c.rank: c.host for c in log.comms}
     ranks = max(c.ranks for c in log.comms)
     trays = {c.host for c in log.comms}
+    missing = sorted(set(range(ranks)) - set(host_of))
+    unseen = sorted(known - trays) if stage else []
+    if missing or unseen:
+        out.append(
+            Finding(
+                "NCCL-MNNVL-000",
+                Status.ERROR,
+                group,
+                "NCCL's log does not show the whole run: "
+                + "; ".join(
+                    part
+                    for part in (
+                        f"no communicator line of rank(s) {_ranks(missing)} of {ranks}"
+                        if missing
+                        else "",
+                        f"no line from {', '.join(unseen)}" if unseen else "",
+                    )
+                    if part
+                )
+                + " (every rank prints one: a log cut, or ranks that never started)",
+                remediation="run NCCL with NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS including INIT "
+                "on every rank, and keep all of their output",
+            )
+        )
     if log.warnings:
         out.append(
             Finding(
@@ -179,3 +205,15 @@ def _channels(log: NcclDebug, host_of: dict[int, str], who: Who, group: Subject)
             remediation=FIX_FABRIC,
         )
     ]
+
+
+def _ranks(ranks: list[int]) -> str:
+    """``0-3, 8`` for a sorted list of ranks (at most 20 shown)."""
+    spans: list[list[int]] = []
+    for r in ranks:
+        if spans and r == spans[-1][1] + 1:
+            spans[-1][1] = r
+        else:
+            spans.append([r, r])
+    said = [f"{a}-{b}" if b > a else str(a) for a, b in spans[:20]]
+    return ", ".join(said) + (" …" if len(spans) > 20 else "")

@@ -19,6 +19,7 @@ NVLink events but no link-named fatal one names nothing here: its GPUs' own find
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +32,19 @@ from rackops.parsers.kernel_xid import NVLINK5_XIDS, GpuEvent
 # (154) and the software-defined NVLink error (155)
 FOLLOWER_XIDS = frozenset({*NVLINK5_XIDS, 154, 155})
 NVLINK_CAUSES = frozenset({*NVLINK5_XIDS, 74})
+# the same, as the kernel log's findings name them (checks/gpuload.py: XID-<code>), for the
+# localiser's fold; an Xid 45 follows only where its message names an NVLink cause
+FOLLOWER_CODES = frozenset(f"XID-{c}" for c in FOLLOWER_XIDS)
+CAUSED_BY_NVLINK = re.compile(
+    r"caused by previous Xid (" + "|".join(str(c) for c in sorted(NVLINK_CAUSES)) + r")\b"
+)
+
+
+def follows_finding(code: object, message: object) -> bool:
+    """Whether a kernel-log finding (its code and message) is part of an NVLink fault."""
+    if code in FOLLOWER_CODES:
+        return True
+    return code == "XID-45" and bool(CAUSED_BY_NVLINK.search(str(message)))
 
 
 def follows_nvlink(e: GpuEvent) -> bool:
@@ -63,6 +77,17 @@ def judge_cascade(group: str, logs: Sequence[TrayLog]) -> tuple[list[Finding], d
     the origin link(s) and which GPUs followed, for the localiser to fold them into it."""
     nvl = [(t, e) for t in logs if t.events is not None for e in t.events if follows_nvlink(e)]
     view: dict[str, Any] = {"group": group, "trays": [t.node for t in logs], "origins": []}
+    unread = [t.node for t in logs if t.events is None]
+    view["unread"] = unread
+    if not nvl and unread and len(unread) == len(logs):
+        return [
+            Finding(
+                "NVX-000",
+                Status.WARN,
+                Subject(),
+                f"{group}: no tray's kernel log was read after the load: NVLink Xids not judged",
+            )
+        ], view
     if not nvl:
         return [
             Finding("NVX-000", Status.OK, Subject(), f"{group}: no NVLink Xid during the run")
@@ -86,7 +111,8 @@ def judge_cascade(group: str, logs: Sequence[TrayLog]) -> tuple[list[Finding], d
         assert e.nvlink is not None and e.nvlink.link is not None
         gpu = t.gpus.get(e.bdf)
         followed = sorted(
-            {(ft.node, ft.gpus.get(fe.bdf, -1)) for ft, fe in nvl} - {(t.node, gpu or -1)}
+            {(ft.node, ft.gpus.get(fe.bdf, -1)) for ft, fe in nvl}
+            - {(t.node, -1 if gpu is None else gpu)}
         )
         on_trays = len({n for n, _g in followed})
         view["origins"].append(

@@ -43,7 +43,7 @@ FIX = (
 
 def judge_growth(before: NvlinkErrors, after: NvlinkErrors, node: str) -> list[Finding]:
     """One finding per link whose error counters grew between the two reads."""
-    out: list[Finding] = []
+    out = _gone(before, after, node)
     seen = {g.index: g for g in before.gpus}
     links = 0
     for g in after.gpus:
@@ -92,3 +92,44 @@ def judge_growth(before: NvlinkErrors, after: NvlinkErrors, node: str) -> list[F
             f"{len(after.gpus)} GPUs)",
         )
     ]
+
+
+def _gone(before: NvlinkErrors, after: NvlinkErrors, node: str) -> list[Finding]:
+    """What the read before the load had and the read after it lacks: a GPU (the read is not
+    the node's whole: an ERROR, never a pass), or links (down under the load: a FAIL)."""
+    out = []
+    now = {g.index: g for g in after.gpus}
+    for b in before.gpus:
+        a = now.get(b.index)
+        if a is None:
+            out.append(
+                Finding(
+                    "NVE-000",
+                    Status.ERROR,
+                    Subject(node=node, gpu=b.index),
+                    f"GPU {b.index} is in the NVLink counter read before the run, not in the one "
+                    "after: its counters were not compared",
+                    remediation="check the GPU is still there (nvidia-smi -L), then run again",
+                )
+            )
+            continue
+        lost = sorted(set(b.links) - set(a.links))
+        if lost:
+            said = (
+                "all its links are inactive"
+                if a.all_inactive
+                else f"link(s) {', '.join(map(str, lost))} no longer listed"
+            )
+            out.append(
+                Finding(
+                    "NVE-003",
+                    Status.FAIL,
+                    Subject(node=node, gpu=b.index),
+                    f"GPU {b.index}: {said} after the run ({len(b.links)} links before)",
+                    len(a.links),
+                    len(b.links),
+                    "links",
+                    remediation=FIX,
+                )
+            )
+    return out

@@ -377,7 +377,9 @@ def _whole_domain(ctx: Context, name: str, trays: list[Node]) -> Iterator[Diagno
             "NVL001",
             E,
             f"domain {name}: its trays give its size differently (rackops_nvlink.gpus "
-            f"{', '.join(map(str, said))} and unset): one domain, one size",
+            f"{', '.join(map(str, said))}"
+            + (" and unset" if any(t.nvlink and t.nvlink.gpus is None for t in trays) else "")
+            + "): one domain, one size",
             trays[0].name,
             "rackops_nvlink",
             "gpus",

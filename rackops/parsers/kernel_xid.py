@@ -65,7 +65,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from rackops.parsers._common import MAX_COUNT, ParseError, bounded, check_limits, plain
+from rackops.parsers._common import (
+    MAX_COUNT,
+    MAX_NVLINKS,
+    ParseError,
+    bounded,
+    check_limits,
+    plain,
+)
 
 __all__ = ["GpuEvent", "KernelLog", "NvlinkEvent", "parse_kernel_xid"]
 
@@ -125,8 +132,7 @@ _NVLINK5 = re.compile(
     r"(?P<unit>[A-Z][A-Z0-9_]{0,40}(?:/[A-Z][A-Z0-9_]{0,40})?)\s+(?P<sev>Nonfatal|Fatal)\s+"
     r"XC ?[01]\s+i ?\d{1,3}\s+Link\s+(?P<link>-1|\d{1,3})(?:\s|$)"
 )
-# NVLink5 ports per GPU are 18 (GB200/B200): a larger number is not a link
-MAX_NVLINK = 63
+
 _FALLEN_FULL = re.compile(
     rf"NVRM: GPU {_BDF_FN}: (?P<msg>GPU has fallen off the bus\..*)$"
     rf"|NVRM: GPU at {_BDF_FN.replace('?P<', '?P<o')} (?P<omsg>has fallen off the bus\..*)$"
@@ -233,7 +239,7 @@ def _nvlink(message: str) -> NvlinkEvent | None:
     return NvlinkEvent(
         unit=m.group("unit"),
         fatal=m.group("sev") == "Fatal",
-        link=link if 0 <= link <= MAX_NVLINK else None,
+        link=link if 0 <= link < MAX_NVLINKS else None,
     )
 
 

@@ -24,7 +24,15 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from rackops.parsers._common import MAX_COUNT, ParseError, bounded, check_limits, plain
+from rackops.parsers._common import (
+    MAX_COUNT,
+    MAX_GPUS,
+    MAX_NVLINKS,
+    ParseError,
+    bounded,
+    check_limits,
+    plain,
+)
 
 __all__ = ["GpuLinkErrors", "NvlinkErrors", "parse_nvlink_errors"]
 
@@ -77,7 +85,7 @@ def parse_nvlink_errors(text: str) -> NvlinkErrors:
             continue
         g = _GPU.fullmatch(line)
         if g:
-            bounded(len(gpus) + 1, "GPUs", 1024)
+            bounded(len(gpus) + 1, "GPUs", MAX_GPUS)
             gpus.append(GpuLinkErrors(int(g[1]), g[2], g[3]))
             continue
         if INACTIVE in line and gpus:
@@ -90,7 +98,8 @@ def parse_nvlink_errors(text: str) -> NvlinkErrors:
             except ValueError:
                 errors.append(f"line {n}: {m[2]} is not a number: {m[3][:40]!r}")
                 continue
-            links = gpus[-1].links.setdefault(int(m[1]), {})
+            link = bounded(int(m[1]), "link index", MAX_NVLINKS - 1)
+            links = gpus[-1].links.setdefault(link, {})
             links[m[2]] = value
             bounded(len(links), "counters of one link", 256)
             continue

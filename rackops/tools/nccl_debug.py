@@ -22,7 +22,7 @@ def check(parsed: Any, ctx: Context, node: str | None) -> list[Finding]:
     hosts = sorted({c.host for c in parsed.comms}) or [node or "?"]
     spans = max((c.nodes for c in parsed.comms), default=len(hosts))
     hosts += [f"(node {i + 1} of {spans})" for i in range(len(hosts), spans)]
-    return judge_mnnvl(parsed, hosts)
+    return judge_mnnvl(parsed, hosts, stage=False)
 
 
 TOOL = Tool(

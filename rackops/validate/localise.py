@@ -23,10 +23,11 @@ Rules, in order (each pair failure is explained once):
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from rackops.checks.nvlcascade import follows_finding
 
 # a culprit's fix group (the report's first screen groups by it) where no finding says
 # another: the one its kind needs (a link's end is unknown until re-tested)
@@ -219,48 +220,49 @@ class _Rules:
                     whole.evidence += self.culprits.pop(key).evidence
 
     # 1. (cont.) one NVLink link failed and the GPUs sharing its fabric followed: their
-    # NVLink Xids are evidence of the link the first fatal Xid named (checks/nvlcascade.py)
-    CASCADE = frozenset({*(f"XID-{c}" for c in range(144, 151)), "XID-154", "XID-155"})
-    _CAUSED = re.compile(r"caused by previous Xid (7[4]|14[4-9]|150)\b")
-
-    def _followed(self, f: dict[str, Any]) -> bool:
-        if f.get("code") in self.CASCADE:
-            return True
-        return f.get("code") == "XID-45" and bool(self._CAUSED.search(str(f.get("message"))))
-
+    # NVLink Xids are evidence of the link the first fatal Xid named (checks/nvlcascade.py).
+    # First links on several trays (kernel clocks that are not one clock) each stand; a
+    # follower is folded into its own tray's first link, else into the first one named.
     def fold_cascades(self) -> None:
         for rec in self.of_kind("nvldomain"):
             view = (rec.get("meta") or {}).get("cascade")
             if not isinstance(view, dict) or not view.get("origins"):
                 continue
-            firsts = [f for f in _fails(rec) if f["code"] == "NVX-001"]
-            origins = {}
-            for f in firsts:
+            origins: dict[str, Culprit] = {}  # tray -> its first link's culprit
+            for f in _fails(rec):
+                if f["code"] != "NVX-001":
+                    continue
                 s = f["subject"]
-                c = self.culprits.get((s.get("node"), "gpu", s.get("gpu")))
+                key = (s.get("node"), "gpu", s.get("gpu"))
+                c = self.culprits.get(key) or self.culprits.get((s.get("node"), "node"))
                 if c is None:
                     continue
-                c.message, c.remediation, c.action = (
-                    f["message"],
-                    f.get("remediation") or "",
-                    "cable",
-                )
-                origins[(s.get("node"), s.get("gpu"))] = c
-            if len(origins) != 1:  # several first links on unrelated clocks: each stands
+                c.message, c.action = f["message"], "cable"
+                c.remediation = f.get("remediation") or ""
+                origins.setdefault(str(s.get("node")), c)
+            if not origins:
                 continue
-            ((okey, origin),) = origins.items()
+            first = origins[min(origins)]
             trays = set(view.get("trays") or ())
+            mine = {id(c) for c in origins.values()}
             for key in [k for k in self.culprits if k[0] in trays and k[1] == "gpu"]:
-                if (key[0], key[2]) == okey:
-                    continue
                 c = self.culprits[key]
-                if c.evidence and all(self._followed(e) for e in c.evidence):
-                    origin.evidence += self.culprits.pop(key).evidence
+                if id(c) in mine:
+                    continue
+                if c.evidence and all(
+                    follows_finding(e.get("code"), e.get("message")) for e in c.evidence
+                ):
+                    into = origins.get(str(key[0]), first)
+                    into.evidence += self.culprits.pop(key).evidence
             kept = []
             for w in self.warnings:
                 s = w.get("subject") or {}
-                if s.get("node") in trays and s.get("gpu") is not None and self._followed(w):
-                    origin.evidence.append(w)
+                if (
+                    s.get("node") in trays
+                    and s.get("gpu") is not None
+                    and follows_finding(w.get("code"), w.get("message"))
+                ):
+                    origins.get(str(s.get("node")), first).evidence.append(w)
                 else:
                     kept.append(w)
             self.warnings = kept

@@ -153,10 +153,19 @@ def _domains(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 for o in cascade["origins"]
                 if isinstance(o, dict)
             ]
-    tray_findings: dict[str, dict[str, list[dict[str, Any]]]] = {}  # tool → tray → findings
+    # what → tray → findings: IMEX (the domain as the tray's daemon sees it, and the tray's
+    # own daemon, channel and node list), NVLink (link speeds, error counters under load)
+    column = {
+        "nvidia-imex": "imex",
+        "imex-node": "imex",
+        "nvidia-smi-nvlink": "nvlink",
+        "nvidia-smi-nvlink-errors": "nvlink",
+    }
+    tray_findings: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for r in records:
-        if r["kind"] == "node" and r.get("tool") in ("nvidia-imex", "nvidia-smi-nvlink"):
-            tray_findings.setdefault(r["tool"], {})[str(r.get("node"))] = r["findings"]
+        if r["kind"] == "node" and r.get("tool") in column:
+            by_tray = tray_findings.setdefault(column[r["tool"]], {})
+            by_tray.setdefault(str(r.get("node")), []).extend(r["findings"])
     for r in records:
         view = (r.get("meta") or {}).get("domain") if r["kind"] == "nvldomain" else None
         if not isinstance(view, dict):
@@ -176,9 +185,9 @@ def _domains(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "in_partition": view.get("in_partition"),
                 "trays": len(trays),
                 "short": short,
-                "first_links": first_links.get(str(view.get("domain")), []),
-                "imex": _trays_said(tray_findings.get("nvidia-imex", {}), trays),
-                "nvlink": _trays_said(tray_findings.get("nvidia-smi-nvlink", {}), trays),
+                "first_links": first_links.get(str(view.get("domain"))),  # None: not judged
+                "imex": _trays_said(tray_findings.get("imex", {}), trays),
+                "nvlink": _trays_said(tray_findings.get("nvlink", {}), trays),
                 "status": max(
                     (f["status"] for f in r["findings"]),
                     key=lambda st: STATUS_VALUE.get(st, 0),

@@ -178,13 +178,14 @@ class GpuLoadStage(StageBase):
             for r in self.rundir.records()
             if r["kind"] == "node" and r["id"] == f"node/{r['node']}/kernel-after"
         }
-        groups: dict[str, list[str]] = {}
+        groups: dict[tuple[str, str], list[str]] = {}  # (domain|node, its name) -> nodes
         for n in plan.nodes:
             link = self.cluster.node(n).nvlink
-            groups.setdefault(link.domain if link is not None else n, []).append(n)
-        for group, nodes in sorted(groups.items()):
-            domain = self.cluster.node(nodes[0]).nvlink is not None
-            step = f"nvlxid/{group}"
+            key = ("domain", link.domain) if link is not None else ("node", n)
+            groups.setdefault(key, []).append(n)
+        for (what, group), nodes in sorted(groups.items()):
+            domain = what == "domain"
+            step = f"nvlxid/{group}" if domain else f"nvlxid/node/{group}"
             if step in done:
                 continue
             logs = [

@@ -107,7 +107,7 @@ class NcclStage(StageBase):
     def _mnnvl(self, result: CommandResult, nodes: list[str]) -> list[Finding]:
         """The run across one domain's trays, from NCCL's own log (``checks/mnnvl.py``)."""
         try:
-            log = parse("nccl-debug", result.stdout + "\n" + result.stderr)
+            log = parse("nccl-debug", result.stdout)  # NCCL writes its lines to stdout
         except ParseError as exc:
             return [
                 Finding(
