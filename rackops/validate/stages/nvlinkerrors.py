@@ -80,6 +80,8 @@ class NvlinkErrorStage(StageBase):
 
     def _nvlink_before(self, node: str) -> None:
         result, _parsed, findings = self._nvlink_read(node)
+        if result.error is not None:
+            return  # not reachable: stage 1 names it; the read after has no baseline
         findings = findings or [
             Finding(
                 "NVE-000", Status.OK, Subject(node=node), "NVLink error counters before the run"
