@@ -69,30 +69,7 @@ def judge_mnnvl(log: NcclDebug, nodes: Sequence[str], *, stage: bool = True) -> 
     host_of = {c.rank: c.host for c in log.comms}
     ranks = max(c.ranks for c in log.comms)
     trays = {c.host for c in log.comms}
-    missing = sorted(set(range(ranks)) - set(host_of))
-    unseen = sorted(known - trays) if stage else []
-    if missing or unseen:
-        out.append(
-            Finding(
-                "NCCL-MNNVL-000",
-                Status.ERROR,
-                group,
-                "NCCL's log does not show the whole run: "
-                + "; ".join(
-                    part
-                    for part in (
-                        f"no communicator line of rank(s) {_ranks(missing)} of {ranks}"
-                        if missing
-                        else "",
-                        f"no line from {', '.join(unseen)}" if unseen else "",
-                    )
-                    if part
-                )
-                + " (every rank prints one: a log cut, or ranks that never started)",
-                remediation="run NCCL with NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS including INIT "
-                "on every rank, and keep all of their output",
-            )
-        )
+    out += _coverage(ranks, host_of, sorted(known - trays) if stage else [], group)
     if log.warnings:
         out.append(
             Finding(
@@ -217,3 +194,29 @@ def _ranks(ranks: list[int]) -> str:
             spans.append([r, r])
     said = [f"{a}-{b}" if b > a else str(a) for a, b in spans[:20]]
     return ", ".join(said) + (" …" if len(spans) > 20 else "")
+
+
+def _coverage(
+    ranks: int, host_of: dict[int, str], unseen: list[str], group: Subject
+) -> list[Finding]:
+    """The log shows the whole run: every rank's communicator line, a line from every node."""
+    missing = sorted(set(range(ranks)) - set(host_of))
+    if not missing and not unseen:
+        return []
+    parts = []
+    if missing:
+        parts.append(f"no communicator line of rank(s) {_ranks(missing)} of {ranks}")
+    if unseen:
+        parts.append(f"no line from {', '.join(unseen)}")
+    return [
+        Finding(
+            "NCCL-MNNVL-000",
+            Status.ERROR,
+            group,
+            "NCCL's log does not show the whole run: "
+            + "; ".join(parts)
+            + " (every rank prints one: a log cut, or ranks that never started)",
+            remediation="run NCCL with NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS including INIT "
+            "on every rank, and keep all of their output",
+        )
+    ]
