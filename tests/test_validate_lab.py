@@ -258,4 +258,5 @@ def test_a_gb200_domain_is_accepted_and_each_fault_names_its_gpu_or_tray(tmp_pat
     assert dom["in_partition"] == 11  # 16 - node03's 4 - node04's GPU 2
     assert [t["node"] for t in dom["short"]] == ["node03", "node04"]
     nvl = [(p["node"], p["gpu"]) for p in dom["nvlink"]["problems"] if p["status"] == "FAIL"]
-    assert nvl == [("node01", 3)] and dom["imex"]["clean"] < 4, dom
+    # the row's NVLink problems: node01 GPU 3's inactive link, node04 GPU 0's grown counters
+    assert nvl == [("node01", 3), ("node04", 0)] and dom["imex"]["clean"] < 4, dom
