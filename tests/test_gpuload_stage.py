@@ -96,6 +96,12 @@ class Node(ReplayExecutor):
         if tuple(argv) == ("nvidia-smi", "nvlink", "-e"):  # read around the load: the
             # recording predates it; a real H100's counters, unchanged between the two reads
             text = (FIXTURES / "nvidia-smi-nvlink-errors" / "derived-h100-18-links.txt").read_text()
+            key = f"nvlink-{t.name}"
+            n = self.reads[key] = self.reads.get(key, 0) + 1
+            if n > 1 and t.name in self.how.get("recoveries_on", ()):  # grew under the load
+                text = text.replace(
+                    "\t Link 4: Recovery Errors: 0", "\t Link 4: Recovery Errors: 2"
+                )
             return CommandResult(t.name, tuple(argv), 0, text, "", 0.1)
         if argv[:2] == ("sh", "-c") and "kill -TERM" in argv[2]:
             self.kills.append((t.name, argv[-1]))
@@ -120,7 +126,15 @@ def test_healthy_samplers_are_stopped_by_their_pid_and_judged(tmp_path: Path) ->
     assert sorted(ex.kills) == [("node01", "4242"), ("node02", "4242")]
     assert {s for s, _c, _g in steps["node/node01/gpu-samples"]} == {"OK"}
     assert steps["node/node02/kernel-after"] == [("OK", "XID-OK", None)]
-    assert ex.reads == {"node01": 2, "node02": 2}
+    assert {n: k for n, k in ex.reads.items() if n.startswith("node")} == {"node01": 2, "node02": 2}
+    assert steps["node/node01/nvlink-errors-after"] == [("OK", "NVE-000", None)]
+
+
+def test_nvlink_counters_that_grew_under_the_load_fail_their_gpu(tmp_path: Path) -> None:
+    """The stage compares each node's read after the load with its own read before."""
+    steps = run(tmp_path, Node(recoveries_on=("node02",)))
+    assert steps["node/node02/nvlink-errors-after"] == [("FAIL", "NVE-001", 0)]
+    assert steps["node/node01/nvlink-errors-after"] == [("OK", "NVE-000", None)]
 
 
 def test_an_xid_between_the_two_reads_fails_the_gpu_the_samples_call_by_that_address(

@@ -6,6 +6,7 @@ judged per link (``checks/nvlinkerrors.py``). Runs with the GPU load checks
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from rackops.checks.nvlinkerrors import judge_growth
 from rackops.errors import RackopsError
@@ -22,6 +23,8 @@ TOOL = "nvidia-smi-nvlink-errors"
 
 
 class NvlinkErrorStage(StageBase):
+    _nvlink_before_recs: dict[str, dict[str, Any]]  # node -> its read before (phase "after")
+
     def nvlink_errors(self, phase: str, plan: Plan, done: set[str], unreachable: set[str]) -> None:
         """``phase`` "before" (a baseline, recorded) or "after" (judged against it)."""
         if self.suite.checks.gpu_load is None:
@@ -34,6 +37,16 @@ class NvlinkErrorStage(StageBase):
             and self.profiles[self.cluster.node(n).profile].gpu.nvlink_links > 0
             and self.cluster.node(n).gpus > 0
         ]
+        # the baselines, found once for every node (not a scan of the records per node)
+        self._nvlink_before_recs = (
+            {
+                r["node"]: r
+                for r in self.rundir.records()
+                if r["id"] == f"node/{r['node']}/nvlink-errors-before"
+            }
+            if phase == "after"
+            else {}
+        )
         step = self._nvlink_before if phase == "before" else self._nvlink_after
         with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
             list(pool.map(step, nodes))
@@ -108,10 +121,7 @@ class NvlinkErrorStage(StageBase):
         self._record(f"node/{node}/nvlink-errors-after", "node", node, TOOL, result, findings)
 
     def _nvlink_baseline(self, node: str) -> NvlinkErrors | None:
-        rec = next(
-            (r for r in self.rundir.records() if r["id"] == f"node/{node}/nvlink-errors-before"),
-            None,
-        )
+        rec = self._nvlink_before_recs.get(node)
         if rec is None or any(f["status"] == "ERROR" for f in rec["findings"]):
             return None
         try:
