@@ -137,23 +137,11 @@ def samples(
 
 def cables(cluster: Cluster, sw: Switch) -> dict[str, Subject]:
     """The switch's cabled ports, each with what its cable reaches: a host's HCA, or the far
-    end of an inter-switch link (one pass over the cabling map and the uplinks)."""
-    out = {}
-    for node in cluster.nodes:
-        for hca in node.hcas:
-            if hca.switch == sw.name:
-                out[hca.port] = Subject(
-                    node=node.name, hca=hca.device, switch=sw.name, switch_port=hca.port
-                )
-    for leaf, up in cluster.isls():
-        if leaf.name == sw.name:
-            out[up.port] = Subject(
-                switch=sw.name, switch_port=up.port, peer=f"{up.spine} port {up.spine_port}"
-            )
-        elif up.spine == sw.name:
-            out[up.spine_port] = Subject(
-                switch=sw.name, switch_port=up.spine_port, peer=f"{leaf.name} port {up.port}"
-            )
+    end of an inter-switch link (the design's index of its cables, built once a run)."""
+    out = {
+        c.port: Subject(node=c.node, hca=c.hca, switch=sw.name, switch_port=c.port, peer=c.peer)
+        for c in cluster.cables(sw.name)
+    }
     return {p: out[p] for p in sw.ports if p in out}
 
 

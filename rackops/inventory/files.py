@@ -30,12 +30,13 @@ import yaml
 from rackops.diagnostics import Diagnostic, Level
 from rackops.docload import DocumentTooLarge, SafeLoader, check_node
 from rackops.names import host_name_problem
+from rackops.scale import MAX_DESIGN_HOSTS
 from rackops.yamlpos import yaml_error_location
 
 MAX_FILE_BYTES = 8 * 2**20
 MAX_FILES = 10_000
 COUNT_CEILING = 10**12  # a host count this large is said as "at least"
-MAX_HOSTS = 20_000  # nodes and switches of one inventory, host ranges counted expanded
+MAX_HOSTS = MAX_DESIGN_HOSTS  # nodes and switches of one inventory, ranges counted expanded
 VARS_DIRS = ("group_vars", "host_vars")
 CODE_DIRS = ("vars_plugins", "inventory_plugins", "filter_plugins", "lookup_plugins", "plugins")
 YAML_SUFFIXES = (".yml", ".yaml", ".json", "")

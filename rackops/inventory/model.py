@@ -34,11 +34,14 @@ Inventory variable → model field:
 from __future__ import annotations
 
 import re
-from typing import Literal, Self
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal, Self, cast
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from rackops.names import address_problem, host_name_problem, port_problem
+from rackops.scale import MAX_HCAS, Size
 
 Dscp = int
 Priority = int
@@ -203,7 +206,7 @@ class Node(_Frozen):
     ssh_port: int = Field(default=22, ge=1, le=65535)
     profile: str = Field(min_length=1)
     gpus: int = Field(ge=1, le=72)
-    hcas: tuple[Hca, ...] = Field(max_length=32)  # [] (said so): a GPU-only node
+    hcas: tuple[Hca, ...] = Field(max_length=MAX_HCAS)  # [] (said so): a GPU-only node
     qos: HostQos = HostQos()
     tuning: HostTuning = HostTuning()
     hw_root: str = Field(default="", pattern=r"^(/[A-Za-z0-9_.-]+)*$")
@@ -474,6 +477,26 @@ class Versions(_Frozen):
         return self.driver_branch or self.driver.split(".", 1)[0]
 
 
+class _Memo(dict[str, tuple[object, Any]]):
+    """Lookups a model keeps of itself: never part of what it is (two equal clusters are
+    equal whatever each has looked up)."""
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Memo)
+
+    __hash__ = None
+
+
+@dataclass(frozen=True)
+class Cable:
+    """One designed cable at a switch port: a node's HCA, or an ISL's far end (``peer``)."""
+
+    port: str
+    node: str | None = None
+    hca: str | None = None
+    peer: str | None = None
+
+
 class Cluster(_Frozen):
     name: str
     fabric: Fabric
@@ -481,11 +504,72 @@ class Cluster(_Frozen):
     nodes: tuple[Node, ...]
     switches: tuple[Switch, ...]
 
+    # Lookups by name and by switch, built once (a run asks them per node, per check, per
+    # switch: a scan each time grows with the square of the cluster). Each is kept with the
+    # tuples it was built from: a copy with other nodes (``--limit``) builds its own.
+    _memo: _Memo = PrivateAttr(default_factory=lambda: _Memo())
+
+    def _memoised(self, key: str, source: object, build: Callable[[], Any]) -> Any:
+        kept = self._memo.get(key)
+        if kept is None or kept[0] is not source:
+            kept = (source, build())
+            self._memo[key] = kept
+        return kept[1]
+
+    @property
+    def _nodes_by_name(self) -> dict[str, Node]:
+        nodes = self.nodes
+        return cast(
+            dict[str, Node], self._memoised("nodes", nodes, lambda: {n.name: n for n in nodes})
+        )
+
+    @property
+    def _switches_by_name(self) -> dict[str, Switch]:
+        sws = self.switches
+        return cast(
+            dict[str, Switch], self._memoised("switches", sws, lambda: {s.name: s for s in sws})
+        )
+
+    @property
+    def _cables(self) -> dict[str, list[Cable]]:
+        source = (self.nodes, self.switches)
+        return cast(dict[str, list[Cable]], self._memoised("cables", source, self._build_cables))
+
+    def _build_cables(self) -> dict[str, list[Cable]]:
+        out: dict[str, list[Cable]] = {}
+        for node in self.nodes:
+            for hca in node.hcas:
+                out.setdefault(hca.switch, []).append(Cable(hca.port, node.name, hca.device))
+        for leaf in self.switches:
+            for up in leaf.uplinks:
+                out.setdefault(leaf.name, []).append(
+                    Cable(up.port, peer=f"{up.spine} port {up.spine_port}")
+                )
+                out.setdefault(up.spine, []).append(
+                    Cable(up.spine_port, peer=f"{leaf.name} port {up.port}")
+                )
+        return out
+
     def node(self, name: str) -> Node:
-        return next(n for n in self.nodes if n.name == name)
+        """The node of that name (a KeyError where the design has none)."""
+        return self._nodes_by_name[name]
 
     def switch(self, name: str) -> Switch | None:
-        return next((s for s in self.switches if s.name == name), None)
+        return self._switches_by_name.get(name)
+
+    def cables(self, switch: str) -> list[Cable]:
+        """What is cabled into the switch's ports by the design: host HCAs, then the ISLs'
+        ends, in the design's order (a port named twice: the later one is what it holds)."""
+        return self._cables.get(switch, [])
+
+    def size(self, pair_tests: int = 0) -> Size:
+        """The design's size, which bounds what a run of it reads (rackops.scale)."""
+        return Size(
+            nodes=len(self.nodes),
+            switches=len(self.switches),
+            host_ports=sum(len(n.hcas) for n in self.nodes),
+            pair_tests=pair_tests,
+        )
 
     def isls(self) -> list[tuple[Switch, Uplink]]:
         """Every inter-switch link, as (leaf, uplink)."""

@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 from rackops.errors import ParseError
+from rackops.scale import DEFAULT, MAX_COUNT, MAX_INPUT_CHARS, Limits
 
 __all__ = [
     "MAX_COUNT",
@@ -27,15 +28,11 @@ __all__ = [
 ]
 
 # --- the limits every parser works within (tool output is untrusted) ----------------------
-# The largest real output rackops reads (ibnetdiscover of a few thousand ports, a DCGM
-# level-4 log) is a few MB; the same bound as `rackops parse`/`check` read from a file.
-MAX_INPUT_CHARS = 16 * 1024 * 1024
+# MAX_INPUT_CHARS and MAX_COUNT are the base bounds (rackops.scale): a fabric-wide output
+# (an ibdiagnet sweep's files, iblinkinfo) is bounded by the design's size instead.
 # The longest real line in any tool's output is a few hundred characters (an nvidia-smi
 # --query-gpu CSV row with every field is ~3 KB; JSON and XML outputs are pretty-printed).
 MAX_LINE_CHARS = 16 * 1024
-# Any count or index a parser reads from the text (lane, channel, port, GPU, link, row,
-# rank, CPU) that could size a list or a range: real ones are below a few thousand.
-MAX_COUNT = 65536
 # Narrower bounds where the hardware sets them: lanes of one optical module (CMIS: 8, an
 # OSFP/QSFP-DD breakout at most 16), NVLinks of one GPU (H100/B200: 18), GPUs of one node.
 MAX_LANES = 32
@@ -136,12 +133,12 @@ def _last_drawn(line: str) -> str:
     return drawn[-1] if drawn else ""
 
 
-def check_limits(text: str) -> None:
+def check_limits(text: str, limits: Limits = DEFAULT) -> None:
     """Refuse input larger than the limits above before any parser looks at it."""
-    if len(text) > MAX_INPUT_CHARS:
+    if len(text) > limits.chars:
         raise ParseError(
-            f"the output is {len(text)} characters, more than MAX_INPUT_CHARS="
-            f"{MAX_INPUT_CHARS}: no tool prints that much; pass one tool's own output"
+            f"the output is {len(text)} characters, more than {limits.chars}: "
+            f"{limits.why}; pass one tool's own output"
         )
     start = 0
     size = len(text)

@@ -31,7 +31,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from rackops.parsers._common import MAX_COUNT, ParseError, bounded, check_limits, to_int
+from rackops.parsers._common import ParseError, bounded, check_limits, to_int
+from rackops.scale import DEFAULT, Limits
 
 _VERSION = re.compile(r'^Running version\s*:?\s*"IBDIAGNET ([0-9][^"]*)"')
 _OLD_RUNNING = re.compile(r"^Running:\s*ibdiagnet\b")
@@ -209,7 +210,7 @@ def _sm_line(m: re.Match[str]) -> SubnetManager:
     )
 
 
-def _console(lines: list[str]) -> Ibdiagnet:
+def _console(lines: list[str], limits: Limits) -> Ibdiagnet:
     version, stage, after_rule = None, "", False
     started = False  # the first line of a run: "Running version: ..." (2.7+) or "Running: ..."
     stages: list[Stage] = []
@@ -256,8 +257,8 @@ def _console(lines: list[str]) -> Ibdiagnet:
             links_at[la.group(1)] = int(la.group(2))
         elif (msg := _MSG.match(line)) and msg.group(1) in "EW":
             messages.append(_message(msg.group(1), stage, msg.group(2)))
-        if len(messages) > MAX_COUNT:
-            raise ParseError(f"more than {MAX_COUNT} ibdiagnet messages")
+        if len(messages) > limits.count:
+            raise limits.refuse(len(messages), "ibdiagnet messages")
     if not (stages or messages or started or sms or any(_MSG.match(x) for x in lines)):
         raise ParseError("no ibdiagnet stage, message or Summary found")
     complete = bool(stages) and started and not errors
@@ -342,7 +343,7 @@ def _dump_row(cols: list[str], cells: list[str], switch: re.Match[str]) -> DumpP
     )
 
 
-def _net_dump(lines: list[str]) -> Ibdiagnet:
+def _net_dump(lines: list[str], limits: Limits) -> Ibdiagnet:
     version = None
     switch: re.Match[str] | None = None
     cols: list[str] = []
@@ -367,20 +368,23 @@ def _net_dump(lines: list[str]) -> Ibdiagnet:
             errors.append(line)
         else:
             ports.append(port)
-        if len(ports) > MAX_COUNT:
-            raise ParseError(f"more than {MAX_COUNT} ports in the net_dump")
+        if len(ports) > limits.count:
+            raise limits.refuse(len(ports), "switch port rows in the net_dump")
     if not ports:
         raise ParseError("no switch port rows in the ibdiagnet2.net_dump")
     return Ibdiagnet("net_dump", not errors, version, ports=tuple(ports), errors=tuple(errors))
 
 
-def parse_ibdiagnet(text: str) -> Ibdiagnet:
-    check_limits(text)
+def parse_ibdiagnet(text: str, limits: Limits = DEFAULT) -> Ibdiagnet:
+    """One of ibdiagnet's outputs (its console, ibdiagnet2.sm, ibdiagnet2.net_dump), within
+    ``limits``: a sweep's files list every port of the fabric, bounded by the design's size
+    (rackops.scale.fabric_limits) where the caller knows it."""
+    check_limits(text, limits)
     lines = [raw.rstrip("\r").strip() for raw in text.splitlines()]
     if not any(lines):
         raise ParseError("empty ibdiagnet output")
     if any(_SM_REPORT.match(x) for x in lines[:20]):
         return _sm_file(lines)
     if any(_SWITCH.match(x) for x in lines) and any("IB#" in x for x in lines):
-        return _net_dump(lines)
-    return _console(lines)
+        return _net_dump(lines, limits)
+    return _console(lines, limits)

@@ -44,7 +44,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from rackops.parsers._common import ParseError
+from rackops.parsers._common import ParseError, check_limits
+from rackops.scale import DEFAULT, Limits
 
 __all__ = ["IbLink", "IbLinkInfo", "parse_iblinkinfo"]
 
@@ -204,7 +205,10 @@ def _cross_check(links: list[IbLink], block_types: set[str]) -> list[str]:
     return problems
 
 
-def parse_iblinkinfo(text: str) -> IbLinkInfo:
+def parse_iblinkinfo(text: str, limits: Limits = DEFAULT) -> IbLinkInfo:
+    """iblinkinfo of a fabric, within ``limits`` (its links bounded by the design's size,
+    rackops.scale.fabric_limits, where the caller knows it)."""
+    check_limits(text, limits)
     links: list[IbLink] = []
     errors: list[str] = []
     complete = True
@@ -241,6 +245,8 @@ def parse_iblinkinfo(text: str) -> IbLinkInfo:
             else:
                 links.append(link)
                 header_ports += 1
+                if len(links) > limits.count:
+                    raise limits.refuse(len(links), "iblinkinfo port lines")
             continue
         errors.append(line)
         if _FATAL.search(line) or not _WARNING.search(line):

@@ -63,7 +63,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from rackops.parsers._common import ParseError
+from rackops.parsers._common import ParseError, check_limits
+from rackops.scale import DEFAULT, Limits
 
 __all__ = ["IbNetDiscover", "IbNode", "IbPort", "parse_ibnetdiscover"]
 
@@ -309,12 +310,20 @@ def _few(items: list[str]) -> str:
     return "; ".join(items[:5]) + more
 
 
-def parse_ibnetdiscover(text: str) -> IbNetDiscover:
+def parse_ibnetdiscover(text: str, limits: Limits = DEFAULT) -> IbNetDiscover:
+    """ibnetdiscover of a fabric, within ``limits`` (its lines bounded by the design's size,
+    rackops.scale.fabric_limits, where the caller knows it)."""
+    check_limits(text, limits)
     reader = _Reader()
-    for raw in text.splitlines():
+    for n, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
         if line:
             reader.feed(line)
+        if n > limits.count * 4:  # each port's line, and each node's block of 4-6 lines
+            raise ParseError(
+                f"more than {limits.count * 4} ibnetdiscover lines: {limits.why} (a line a "
+                "port, a few a node)"
+            )
     reader.close_block()
     if not reader.nodes:
         why = f": {reader.errors[-1]}" if reader.errors else ""

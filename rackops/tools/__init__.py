@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from rackops.errors import RackopsError
 from rackops.findings import Finding, Status, Subject
-from rackops.parsers._common import MAX_INPUT_CHARS, ParseError, check_limits, non_finite, plain
+from rackops.parsers._common import ParseError, check_limits, non_finite, plain
+from rackops.scale import DEFAULT, Limits
 from rackops.tools.base import Binary, Context, NodeCheck, Tool
 
 if TYPE_CHECKING:
@@ -74,22 +75,24 @@ def package_binaries(package: str) -> tuple[str, ...]:
     return tuple(b.name for _t, b in binaries() if b.package == package)
 
 
-def parse(tool: str, text: str) -> Any:
+def parse(tool: str, text: str, limits: Limits = DEFAULT) -> Any:
     """Parse ``text`` as the output of ``tool``: a ParseError for anything unreadable. The
     result is that tool's parsed form (its parser's dataclass), which the caller, naming
-    the tool, knows."""
+    the tool, knows. ``limits`` bound a fabric-wide tool's output (the design's size,
+    rackops.scale.fabric_limits); every other tool's are the fixed ones."""
     t = registry().get(tool)
     if t is None or t.parse is None:
         raise KeyError(tool)
-    if len(text) <= MAX_INPUT_CHARS:  # larger: refused just below, unread
+    limits = limits if t.fabric_wide else DEFAULT
+    if len(text) <= limits.chars:  # larger: refused just below, unread
         text = plain(text)  # as a terminal shows it: escapes, progress redraws, old line ends
     if not text.strip():  # nothing a terminal would show
         if t.empty is not None:
             return t.empty()  # the tool's own answer (its exit status is the caller's)
         raise ParseError("the output is empty")
-    check_limits(text)  # size and line length, before any parser or regex sees it
+    check_limits(text, limits)  # size and line length, before any parser or regex sees it
     try:
-        parsed = t.parse(text)
+        parsed = t.parse(text, limits) if t.fabric_wide else t.parse(text)
     except ParseError:
         raise
     except _BUGS as exc:

@@ -88,7 +88,10 @@ Planner = Callable[["Suite", "Cluster"], Sequence[NodeCheck]]
 class Tool:
     name: str  # the name `rackops parse`/`rackops check` take, and results.jsonl's "tool"
     summary: str
-    parse: Callable[[str], Any] | None = None
+    # (text) -> parsed; a fabric-wide tool's parser takes (text, limits) and is bounded by
+    # the design's size (rackops.scale.fabric_limits) where the caller passes it
+    parse: Callable[..., Any] | None = None
+    fabric_wide: bool = False
     check: Check | None = None  # one output judged on its own (`rackops check`, the runner)
     live: LiveCheck | None = None  # in a run, where it differs from ``check`` (raw text in)
     plan: Planner | None = None  # the node checks this tool adds to a plan (stage 1)

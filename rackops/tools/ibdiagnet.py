@@ -172,6 +172,7 @@ TOOL = Tool(
     "ibdiagnet",
     "InfiniBand fabric sweep (subnet manager, links, switch port counters)",
     parse=parse_ibdiagnet,
+    fabric_wide=True,
     check=check,
     binaries=(Binary("ibdiagnet", "ibutils2"),),
 )

@@ -27,6 +27,7 @@ TOOL = Tool(
     "iblinkinfo",
     "InfiniBand fabric links (cabling)",
     parse=parse_iblinkinfo,
+    fabric_wide=True,
     check=check,
     binaries=(Binary("iblinkinfo", "infiniband-diags"),),
 )

@@ -10,6 +10,7 @@ TOOL = Tool(
     "ibnetdiscover",
     "InfiniBand fabric topology",
     parse=parse_ibnetdiscover,
+    fabric_wide=True,
     binaries=(Binary("ibnetdiscover", "infiniband-diags"),),
     no_check=COUNTERS_ONLY.format(tool="ibnetdiscover"),
 )

@@ -162,6 +162,8 @@ def validate(
                 "scheduler": scheduler,
                 "limit": limit,
                 "slurm_conf": slurm.conf,
+                # what bounds this run directory's files when read again (rackops.scale)
+                "size": cluster.size(plan.pair_count() * len(plan.rails)).as_dict(),
             },
         )
     is_lab = bool(first.get("rackops_lab", False))

@@ -42,6 +42,7 @@ from rackops.findings import Finding, Status, Subject
 from rackops.inventory.model import Cluster, Hca, Node
 from rackops.parsers import ParseError
 from rackops.profiles import Profile
+from rackops.scale import fabric_limits
 from rackops.suites import PhyParams
 from rackops.tools import (
     ethtool_module,
@@ -93,7 +94,11 @@ class Physical:
                 try:
                     if result.error or result.timed_out:
                         raise ParseError(result.error or "timed out")
-                    links = parse("iblinkinfo", result.stdout + "\n" + result.stderr)
+                    links = parse(
+                        "iblinkinfo",
+                        result.stdout + "\n" + result.stderr,
+                        fabric_limits(self.cluster.size()),
+                    )
                     if not links.complete:
                         raise ParseError("the output is cut off: " + "; ".join(links.errors[-2:]))
                     seen = seen_from_iblinkinfo(links, self.cluster)

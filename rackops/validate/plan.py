@@ -138,17 +138,19 @@ class Plan:
     latency: bool = False
     physical: bool = False
 
+    def pair_count(self) -> int:
+        """Node pairs the rounds test (each on every rail)."""
+        if isinstance(self.rounds, RoundRobin):
+            return self.rounds.pair_count()
+        return sum(len(r.pairs) for r in self.rounds)
+
     def describe(self) -> str:
         lines = [f"plan: {len(self.nodes)} nodes, rails {list(self.rails)}, pairing {self.pairing}"]
         lines.append(
             f"  stage 1: per-node checks on all nodes at once: "
             f"{', '.join(c.name for c in self.node_checks)}"
         )
-        pairs = (
-            self.rounds.pair_count()
-            if isinstance(self.rounds, RoundRobin)
-            else sum(len(r.pairs) for r in self.rounds)
-        )
+        pairs = self.pair_count()
         lines.append(
             f"  stage 2: {len(self.rounds)} pair rounds, {pairs} node pairs × "
             f"{len(self.rails)} rails = {pairs * len(self.rails)} links"

@@ -26,6 +26,7 @@ from rackops.docload import load_json
 from rackops.names import NODE_RE
 from rackops.parsers import ParseError
 from rackops.parsers._common import finite_json
+from rackops.scale import RunLimits, Size, run_limits
 from rackops.tools import get as get_tool
 from rackops.tools import parse
 from rackops.validate.executor import CommandResult
@@ -49,11 +50,13 @@ from rackops.validate.records import (
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
-MAX_RESULTS_BYTES = 64 * 1024 * 1024  # results.jsonl: a 1000-node run is a few MB
-MAX_RESULTS_LINES = 500_000  # records in results.jsonl
+# the base bounds of a run directory's files (rackops.scale.RunLimits); a run that recorded
+# its design's size in run.json is read within that size's bounds where they are larger
+MAX_RESULTS_BYTES = RunLimits().results_bytes  # results.jsonl
+MAX_RESULTS_LINES = RunLimits().results_lines  # records in results.jsonl
 MAX_LINE_BYTES = 4 * 1024 * 1024  # one record
-MAX_JSON_BYTES = 16 * 1024 * 1024  # run.json, report.json, perftest-port-blocks.json
-MAX_RAW_BYTES = 16 * 1024 * 1024  # one raw output under raw/
+MAX_JSON_BYTES = RunLimits().json_bytes  # run.json, report.json, perftest-port-blocks.json
+MAX_RAW_BYTES = RunLimits().raw_bytes  # one raw output under raw/
 
 
 def _word(v: Any, where: str) -> None:
@@ -62,8 +65,16 @@ def _word(v: Any, where: str) -> None:
         raise Bad(where, v, "one line without NUL")
 
 
+def _size(v: Any, where: str) -> None:
+    try:
+        Size.from_json(v, where)
+    except ValueError as exc:
+        raise Bad(where, v, str(exc).split(": ", 1)[-1]) from None
+
+
 # what rackops writes in run.json (the keys readers use; others are any JSON)
 RUN_JSON = {
+    "size": (False, optional(_size)),
     "rackops_version": (False, optional(_word)),
     "inventory": (False, optional(_word)),
     "suite": (False, optional(_word)),
@@ -94,15 +105,30 @@ class RunDir:
         # the outputs this invocation's steps parsed, by step id: read by the stages after
         # (cabling, fleet) without reading raw/ again
         self._parsed: dict[str, Any] = {}
+        self._limits: RunLimits | None = None
         if self.raw.is_symlink() or (self.raw.exists() and not self.raw.is_dir()):
             raise damaged(self.raw, None, None, "raw/ is not a directory of this run")
         self.raw.mkdir(parents=True, exist_ok=True)
 
+    @property
+    def limits(self) -> RunLimits:
+        """The bounds of this run directory's files: the base, or those of the design size
+        its run recorded in run.json (rackops.scale.run_limits), whichever are larger."""
+        if self._limits is None:
+            base = RunLimits(MAX_RESULTS_BYTES, MAX_RESULTS_LINES, MAX_RAW_BYTES, MAX_JSON_BYTES)
+            try:
+                meta = self.read_json("run.json", MAX_JSON_BYTES)
+            except FileNotFoundError:
+                meta = None
+            size = meta.get("size") if isinstance(meta, dict) else None
+            self._limits = run_limits(Size.from_json(size, "run.json") if size else None, base)
+        return self._limits
+
     def done_ids(self) -> set[str]:
         return {r["id"] for r in self.records()}
 
-    def read_bytes(self, path: Path, limit: int) -> bytes:
-        return read_regular(self.path, path, limit)
+    def read_bytes(self, path: Path, limit: int, why: str = "") -> bytes:
+        return read_regular(self.path, path, limit, why)
 
     def read_raw(self, rec: dict[str, Any], key: str = "stdout") -> str | None:
         """A record's raw output (its ``stdout``/``stderr`` file, or a meta key naming one),
@@ -111,7 +137,7 @@ class RunDir:
         if not isinstance(rel, str):
             return None
         try:
-            data = self.read_bytes(self.path / rel, MAX_RAW_BYTES)
+            data = self.read_bytes(self.path / rel, self.limits.raw_bytes, self.limits.why)
         except FileNotFoundError:
             return None
         except DamagedRunDir as exc:  # name the record that points at it
@@ -148,7 +174,7 @@ class RunDir:
         if get_tool(rec["tool"]).both_streams or not text.strip():
             text += "\n" + (self.read_raw(rec, "stderr") or "")
         try:
-            return parse(rec["tool"], text)
+            return parse(rec["tool"], text, self.limits.fabric)
         except (ParseError, KeyError):  # unreadable, or no tool of that name parses it
             return None
 
@@ -163,13 +189,16 @@ class RunDir:
 
     def _read(self) -> list[dict[str, Any]]:
         self.reads += 1
+        limits = self.limits
         try:
-            data = self.read_bytes(self.results, MAX_RESULTS_BYTES)
+            data = self.read_bytes(self.results, limits.results_bytes, limits.why)
         except FileNotFoundError:
             return []
         lines = data.split(b"\n")
-        if len(lines) > MAX_RESULTS_LINES + 1:
-            raise damaged(self.results, None, None, f"more than {MAX_RESULTS_LINES} lines")
+        if len(lines) > limits.results_lines + 1:
+            raise damaged(
+                self.results, None, None, f"more than {limits.results_lines} lines ({limits.why})"
+            )
         out = []
         bad = []
         for n, raw in enumerate(lines, 1):
@@ -269,11 +298,11 @@ class RunDir:
         text = json.dumps(finite_json(data), indent=2, sort_keys=True, allow_nan=False)
         self._replace(self.path / name, text + "\n")
 
-    def read_json(self, name: str, limit: int = MAX_JSON_BYTES) -> Any:
+    def read_json(self, name: str, limit: int | None = None) -> Any:
         """A JSON file of the run directory, checked as far as rackops knows what it holds:
         FileNotFoundError when absent, DamagedRunDir when it is not what rackops writes."""
         path = self.path / name
-        data = self.read_bytes(path, limit)
+        data = self.read_bytes(path, self.limits.json_bytes if limit is None else limit)
         try:
             value = load_json(data.decode(errors="replace"), _no_constant)
         except (ValueError, RecursionError) as exc:
@@ -324,7 +353,7 @@ def writable(rec: Record) -> dict[str, Any]:
         return safe
 
 
-def read_regular(root: Path, path: Path, limit: int) -> bytes:
+def read_regular(root: Path, path: Path, limit: int, why: str = "") -> bytes:
     """A regular file under ``root``, at most ``limit`` bytes: FileNotFoundError when it is
     not there; DamagedRunDir for a symlink, a device, a FIFO, a directory, a file outside
     ``root`` or one over the limit."""
@@ -345,12 +374,17 @@ def read_regular(root: Path, path: Path, limit: int) -> bytes:
     except OSError as exc:
         why = "is a symlink" if where.is_symlink() else f"cannot be read ({exc.strerror})"
         raise damaged(path, None, None, why) from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
         os.close(fd)
         raise damaged(path, None, None, "is not a regular file")
+    if info.st_size > limit:  # refused unread, naming both sizes
+        os.close(fd)
+        bound = f" ({why})" if why else ""
+        raise damaged(path, None, None, f"is {info.st_size} bytes, larger than {limit}{bound}")
     with os.fdopen(fd, "rb") as fh:
         data = fh.read(limit + 1)
-    if len(data) > limit:
+    if len(data) > limit:  # grew while read
         raise damaged(path, None, None, f"is larger than {limit} bytes")
     return data
 

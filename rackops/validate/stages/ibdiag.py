@@ -31,6 +31,7 @@ from rackops.checks.switchports import judge_switch
 from rackops.findings import Finding, Status, Subject
 from rackops.parsers._common import ParseError
 from rackops.parsers.perfquery import PerfQuery
+from rackops.scale import fabric_limits
 from rackops.tools import ibdiagnet, parse, perfquery
 from rackops.validate.plan import Plan
 from rackops.validate.stages.base import StageBase, resumed_warning
@@ -168,8 +169,8 @@ class IbdiagStage(StageBase):
         if text is None:
             return None
         parsed: Any = None
-        try:
-            parsed = parse(tool, text)
+        try:  # a fabric-wide file is bounded by the design's size, not a rack's
+            parsed = parse(tool, text, fabric_limits(self.cluster.size()))
         except ParseError as exc:
             why: str | None = str(exc)
         else:
