@@ -55,9 +55,9 @@ def test_one_raw_file_named_by_many_records_is_parsed_once(
     parsed: list[str] = []
     real = rundir_module.parse
 
-    def counted(tool: str, body: str) -> Any:
+    def counted(tool: str, body: str, *limits: Any) -> Any:
         parsed.append(tool)
-        return real(tool, body)
+        return real(tool, body, *limits)
 
     monkeypatch.setattr(rundir_module, "parse", counted)
     report, _, _ = write_reports(RunDir(run))

@@ -162,7 +162,7 @@ def test_the_fabric_picture_puts_each_named_cable_under_its_leaf_in_red(
     named = re.findall(r'class="named"[^>]*>([^<]*)<', svg)
     # the three cables named (the GPU is on no leaf), each under the leaf it is cabled to
     assert sorted(red) == ["leaf2-0", "leaf4-0", "leaf6-0"], red
-    assert sorted(named) == ["node0006 mlx5_2 → 7", "node0010 mlx5_6 → 11", "node0028 mlx5_4 → 29"]
+    assert sorted(named) == ["node0006 mlx5_2 → 6", "node0010 mlx5_6 → 10", "node0028 mlx5_4 → 28"]
     clean, _, _ = write_reports(RunDir(runs["repaired"]))
     assert "#fecaca" not in fabric(clean) and 'class="named"' not in fabric(clean)
 
@@ -211,7 +211,7 @@ def test_compare_the_other_way_names_the_new_faults_and_what_regressed(
     worse = [line for line in out.splitlines() if line.startswith("WORSE")]
     assert any("node0019 GPU 3: GEMM" in w for w in worse), worse
     assert any("mlx5_2" in w and "link bandwidth" in w for w in worse), worse
-    assert any("node0028 mlx5_4 [leaf4-0 29]: port errors" in w for w in worse), worse
+    assert any("node0028 mlx5_4 [leaf4-0 28]: port errors" in w for w in worse), worse
     assert all("node0006" in w or "node0010" in w or "node0019" in w or "node0028" in w
                for w in worse), worse  # fmt: skip
 

@@ -477,7 +477,7 @@ class Versions(_Frozen):
         return self.driver_branch or self.driver.split(".", 1)[0]
 
 
-class _Memo(dict[str, tuple[object, Any]]):
+class _Memo(dict[str, tuple[tuple[object, ...], Any]]):
     """Lookups a model keeps of itself: never part of what it is (two equal clusters are
     equal whatever each has looked up)."""
 
@@ -509,9 +509,9 @@ class Cluster(_Frozen):
     # tuples it was built from: a copy with other nodes (``--limit``) builds its own.
     _memo: _Memo = PrivateAttr(default_factory=lambda: _Memo())
 
-    def _memoised(self, key: str, source: object, build: Callable[[], Any]) -> Any:
+    def _memoised(self, key: str, source: tuple[object, ...], build: Callable[[], Any]) -> Any:
         kept = self._memo.get(key)
-        if kept is None or kept[0] is not source:
+        if kept is None or any(a is not b for a, b in zip(kept[0], source, strict=True)):
             kept = (source, build())
             self._memo[key] = kept
         return kept[1]
@@ -520,14 +520,14 @@ class Cluster(_Frozen):
     def _nodes_by_name(self) -> dict[str, Node]:
         nodes = self.nodes
         return cast(
-            dict[str, Node], self._memoised("nodes", nodes, lambda: {n.name: n for n in nodes})
+            dict[str, Node], self._memoised("nodes", (nodes,), lambda: {n.name: n for n in nodes})
         )
 
     @property
     def _switches_by_name(self) -> dict[str, Switch]:
         sws = self.switches
         return cast(
-            dict[str, Switch], self._memoised("switches", sws, lambda: {s.name: s for s in sws})
+            dict[str, Switch], self._memoised("switches", (sws,), lambda: {s.name: s for s in sws})
         )
 
     @property

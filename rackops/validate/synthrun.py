@@ -28,8 +28,9 @@ def node_name(i: int) -> str:
 
 
 def leaf_port(node: str, rail: int) -> tuple[str, str]:
-    """Where a node's HCA of a rail is cabled: 32 nodes a leaf, one leaf a rail each."""
-    n = int(node[4:])
+    """Where a node's HCA of a rail is cabled: 32 nodes a leaf, one leaf a rail each (the
+    design of rackops.validate.synthscale: node0001..node0032 on leaf group 0)."""
+    n = int(node[4:]) - 1
     return f"leaf{rail}-{n // 32}", str(n % 32 + 1)
 
 
@@ -58,20 +59,48 @@ def _f(
     ).as_dict()
 
 
-def make_run(path: Path, nodes: int = 1024, seed: int = 1, faults: bool = True) -> Path:
-    """Write the run directory at ``path`` (made here) and return it."""
+def planted(nodes: int) -> list[dict[str, Any]]:
+    """The faults a run of ``nodes`` nodes has planted, spread over the rack, each as the
+    culprit the report must name (its kind, node, HCA or GPU, and fix group)."""
+    k = max(1, nodes // 8)
+
+    def name(i: int) -> str:
+        return node_name(i % nodes)
+
+    return [  # slow with every partner on rail 2; port Polling; GEMM low; errors under load
+        {"fault": "slow_cable", "kind": "hca", "node": name(5), "hca": "mlx5_2", "gpu": None,
+         "action": "cable"},
+        {"fault": "dead_hca", "kind": "hca", "node": name(k + 1), "hca": "mlx5_6", "gpu": None,
+         "action": "cable"},
+        {"fault": "weak_gpu", "kind": "gpu", "node": name(2 * k + 2), "hca": None, "gpu": 3,
+         "action": "gpu"},
+        {"fault": "noisy_port", "kind": "hca", "node": name(3 * k + 3), "hca": "mlx5_4",
+         "gpu": None, "action": "cable"},
+    ]  # fmt: skip
+
+
+def make_run(
+    path: Path,
+    nodes: int = 1024,
+    seed: int = 1,
+    faults: bool = True,
+    node_tools: tuple[str, ...] = NODE_TOOLS,
+) -> Path:
+    """Write the run directory at ``path`` (made here) and return it; ``node_tools``: the
+    node checks recorded by name only (a caller writing some with their outputs leaves
+    those out)."""
     rng = random.Random(seed)
     names = [node_name(i) for i in range(nodes)]
-    k = max(1, nodes // 8)  # where the planted faults go: spread over the rack
-    slow_cable = (names[5 % nodes], 2) if faults else None
-    dead_hca = names[(k + 1) % nodes] if faults else None
-    weak_gpu = (names[(2 * k + 2) % nodes], 3) if faults else None
-    noisy_port = (names[(3 * k + 3) % nodes], "mlx5_4") if faults else None
+    at = {p["fault"]: p for p in planted(nodes)} if faults else {}
+    slow_cable = (at["slow_cable"]["node"], 2) if faults else None
+    dead_hca = at["dead_hca"]["node"] if faults else None
+    weak_gpu = (at["weak_gpu"]["node"], 3) if faults else None
+    noisy_port = (at["noisy_port"]["node"], "mlx5_4") if faults else None
     path.mkdir(parents=True)
     (path / "raw").mkdir()
     lines: list[dict[str, Any]] = []
     for node in names:
-        for tool in NODE_TOOLS:
+        for tool in node_tools:
             ok = not (tool == "ibstat" and node == dead_hca)
             finding = _f(
                 "HCA-OK" if ok else "HCA-003",

@@ -155,10 +155,15 @@ class Node:
         return time.time() - first >= settle_s
 
     def guid(self, i, k=0):
-        return "a088c20300%02x%02x%02x" % (self.index & 0xFF, i, k)
+        # unique to the node for 65,535 nodes (the 4,096-node synthetic fabric too)
+        return "a088c203%02x%02x%02x%02x" % ((self.index >> 8) & 0xFF, self.index & 0xFF, i, k)
 
     def lid(self, i):
-        return 0 if self.hw["link_layer"] == "Ethernet" else 0x100 + self.index * 16 + i
+        """Unicast LIDs above the switches' (2 + their index) and below 0xC000 (the
+        multicast range) for 4,096 nodes of 8 HCAs, as an SM hands them out."""
+        if self.hw["link_layer"] == "Ethernet":
+            return 0
+        return 0x800 + (self.index - 1) * self.hw["hcas"] + i
 
     def rail_ip(self, i):
         return self.rails.get(i)
