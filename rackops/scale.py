@@ -172,11 +172,11 @@ def run_limits(size: Size | None, base: RunLimits = RunLimits()) -> RunLimits:
     if size is None:
         return base
     fabric = fabric_limits(size)
-    lines = MARGIN * (
+    designed = MARGIN * (
         size.nodes * NODE_LINES + size.switches * SWITCH_LINES + size.pair_tests * PAIR_LINES
     )
-    lines = min(max(base.results_lines, lines), CEILING_RESULTS_LINES)
-    results = min(max(base.results_bytes, lines * LINE_BYTES), CEILING_RESULTS_BYTES)
+    lines = min(max(base.results_lines, designed), CEILING_RESULTS_LINES)
+    results = min(max(base.results_bytes, designed * LINE_BYTES), CEILING_RESULTS_BYTES)
     if (lines, results, fabric) == (base.results_lines, base.results_bytes, DEFAULT):
         return base
     return RunLimits(

@@ -40,7 +40,7 @@ def port_name(port: int) -> str:
     return f"{(port + 1) // 2}/{(port - 1) % 2 + 1}"
 
 
-LEAF_PORTS = ", ".join(f"'{port_name(p)}'" for p in range(1, RADIX + 1))
+LEAF_PORTS = [port_name(p) for p in range(1, RADIX + 1)]
 PROFILE = "h100-sxm-ndr"
 
 
@@ -119,6 +119,32 @@ class Design:
         return -(-self.groups * LEAF_HOSTS // self.spines_per_rail)
 
 
+def switch_specs(design: Design) -> list[dict[str, Any]]:
+    """Every switch of the design as the inventory model has it (name, address, os, role,
+    rail, ports, uplinks): what write_inventory writes, and a test builds from directly."""
+    ups: dict[str, list[dict[str, str]]] = {}
+    for leaf, lp, spine, sp in design.isls:
+        ups.setdefault(leaf, []).append(
+            {"port": port_name(lp), "spine": spine, "spine_port": port_name(sp)}
+        )
+    spine_ports = [port_name(p) for p in range(1, design.spine_ports() + 1)]
+    out: list[dict[str, Any]] = []
+    for n, name in enumerate(design.leaves + design.spines, 1):
+        is_leaf = name in ups
+        out.append(
+            {
+                "name": name,
+                "address": f"172.16.{n >> 8}.{n & 255}",
+                "os": "mlnx-os",
+                "role": "leaf" if is_leaf else "spine",
+                "rail": int(name[4:].split("-")[0]) if is_leaf else None,
+                "ports": LEAF_PORTS if is_leaf else spine_ports,
+                "uplinks": ups.get(name, []),
+            }
+        )
+    return out
+
+
 def write_inventory(design: Design, path: Path) -> Path:
     """The design as an inventory directory, in the form `rackops lab up` writes (hosts.yml,
     group_vars, host_vars: one file a node with its cabling map)."""
@@ -133,33 +159,23 @@ def write_inventory(design: Design, path: Path) -> Path:
             f"          ansible_host: 10.{i >> 16 & 255}.{i >> 8 & 255}.{i & 255}",
         ]
     lines += ["      vars:", f"        rackops_profile: {PROFILE}"]
-    lines += ["    switches:", "      children:", "        leaves:", "          hosts:"]
-    ups: dict[str, list[tuple[int, str, int]]] = {}
-    for leaf, lp, spine, sp in design.isls:
-        ups.setdefault(leaf, []).append((lp, spine, sp))
-    n = 0
-    for leaf in design.leaves:
-        n += 1
-        lines += [f"            {leaf}:", f"              ansible_host: 172.16.{n >> 8}.{n & 255}"]
-        lines.append(f"              rackops_switch_rail: {leaf[4:].split('-')[0]}")
-        lines.append(f"              rackops_switch_ports: [{LEAF_PORTS}]")
-        lines.append("              rackops_switch_uplinks:")
-        for lp, spine, sp in ups[leaf]:
-            lines.append(
-                f"              - {{port: '{port_name(lp)}', spine: {spine}, "
-                f"spine_port: '{port_name(sp)}'}}"
-            )
-    lines += ["          vars:", "            rackops_switch_role: leaf"]
-    lines += ["        spines:", "          hosts:"]
-    for spine in design.spines:
-        n += 1
-        lines += [f"            {spine}:", f"              ansible_host: 172.16.{n >> 8}.{n & 255}"]
-    ports = ", ".join(f"'{port_name(p)}'" for p in range(1, design.spine_ports() + 1))
-    lines += [
-        "          vars:",
-        "            rackops_switch_role: spine",
-        f"            rackops_switch_ports: [{ports}]",
-    ]
+    lines += ["    switches:", "      hosts:"]
+    for sw in switch_specs(design):
+        lines += [
+            f"        {sw['name']}:",
+            f"          ansible_host: {sw['address']}",
+            f"          rackops_switch_role: {sw['role']}",
+            f"          rackops_switch_ports: [{', '.join(repr(p) for p in sw['ports'])}]",
+        ]
+        if sw["rail"] is not None:
+            lines.append(f"          rackops_switch_rail: {sw['rail']}")
+        if sw["uplinks"]:
+            lines.append("          rackops_switch_uplinks:")
+            lines += [
+                f"          - {{port: '{u['port']}', spine: {u['spine']}, "
+                f"spine_port: '{u['spine_port']}'}}"
+                for u in sw["uplinks"]
+            ]
     lines += [
         "      vars:",
         "        ansible_connection: local",
