@@ -268,7 +268,7 @@ def test_a_raw_output_over_the_limit_is_refused(
     run = copy_run(tmp_path)
     monkeypatch.setattr(rundir_mod, "MAX_RAW_BYTES", 100)
     rc, _out, err = cli("report", str(run))
-    refused(rc, err, "larger than 100 bytes")
+    refused(rc, err, "bytes, larger than 100")
 
 
 @pytest.mark.parametrize("what", ["dev-zero", "fifo", "too-big", "long-line", "many-lines"])
