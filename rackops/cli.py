@@ -19,6 +19,7 @@ from rackops.diagnostics import TerminalSafe, printable
 from rackops.errors import ExitCode, InputError, RackopsError
 from rackops.names import slurm_names_problem
 from rackops.parsers._common import MAX_INPUT_CHARS, finite_json
+from rackops.scale import Limits
 
 if TYPE_CHECKING:
     from rackops.diagnostics import Diagnostic
@@ -75,19 +76,43 @@ def _cmd_lint(args: argparse.Namespace) -> int:
 MAX_INPUT_BYTES = MAX_INPUT_CHARS
 
 
-def _read_input(path: str) -> str:
+def _input_limits(tool: str, inventory: str | None) -> Limits:
+    """What one output of ``tool`` may hold: a fabric-wide tool's (ibdiagnet's files,
+    iblinkinfo, ibnetdiscover) as much as the inventory's design allows (rackops.scale),
+    every other tool's the fixed bound."""
+    from rackops.scale import DEFAULT, fabric_limits
+    from rackops.tools import get as get_tool
+
+    if inventory is None or not get_tool(tool).fabric_wide:
+        return DEFAULT
+    from rackops.inventory import load_inventory
+
+    return fabric_limits(load_inventory(inventory).raise_for_errors().size())
+
+
+def _read_input(path: str, limits: Limits | None = None) -> str:
+    """The file's text, at most MAX_INPUT_BYTES, or what ``limits`` allow where larger."""
+    limit = max(MAX_INPUT_BYTES, limits.chars) if limits is not None else MAX_INPUT_BYTES
+    why = (
+        limits.why
+        if limits is not None and limit > MAX_INPUT_BYTES
+        else (
+            "no tool output rackops reads is that large (a fabric-wide one of a large fabric: "
+            "pass -i INVENTORY, whose design bounds it)"
+        )
+    )
     try:
         if path == "-":
-            raw = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
+            raw = sys.stdin.buffer.read(limit + 1)
         else:
             with Path(path).open("rb") as fh:
-                raw = fh.read(MAX_INPUT_BYTES + 1)
+                raw = fh.read(limit + 1)
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror}") from exc
-    if len(raw) > MAX_INPUT_BYTES:
+    if len(raw) > limit:
         raise InputError(
-            f"{path}: more than {MAX_INPUT_BYTES >> 20} MB; no tool output rackops reads is "
-            f"that large — pass the tool's own output, not a concatenation or a binary file"
+            f"{path}: more than {limit >> 20} MB: {why}; pass the tool's own output, not a "
+            "concatenation or a binary file"
         )
     return raw.decode("utf-8", errors="replace")
 
@@ -98,13 +123,14 @@ def _cmd_parse(args: argparse.Namespace) -> int:
     from rackops.parsers.nvidia_smi import parse_query_gpu
     from rackops.tools import parse
 
-    text = _read_input(args.file)
+    limits = _input_limits(args.tool, args.inventory)
+    text = _read_input(args.file, limits)
     try:
         if args.tool == "nvidia-smi-query" and args.fields:
             check_limits(text)  # as tools.parse does, before the parser sees it
             result = parse_query_gpu(plain(text), [f.strip() for f in args.fields.split(",")])
         else:
-            result = parse(args.tool, text)
+            result = parse(args.tool, text, limits)
     except ParseError as exc:
         print(f"rackops: {args.file}: unreadable {args.tool} output: {exc}", file=sys.stderr)
         return ExitCode.UNREADABLE
@@ -120,10 +146,12 @@ def _cmd_parse(args: argparse.Namespace) -> int:
 
 def _cmd_check(args: argparse.Namespace) -> int:
     from rackops.findings import exit_code, worst
+    from rackops.scale import fabric_limits
     from rackops.tools.offline import build_context, evaluate
 
     ctx = build_context(args.profile, args.inventory, args.node, args.suite)
-    findings = evaluate(args.tool, _read_input(args.file), ctx, args.node)
+    limits = fabric_limits(ctx.cluster.size()) if ctx.cluster is not None else None
+    findings = evaluate(args.tool, _read_input(args.file, limits), ctx, args.node)
     verdict = worst(findings)
     if args.format == "json":
         print(
@@ -561,6 +589,12 @@ def _add_parse(sub: Any) -> None:
     parse.add_argument(
         "--fields",
         help="nvidia-smi-query without a header: the --query-gpu field list, comma separated",
+    )
+    parse.add_argument(
+        "-i",
+        "--inventory",
+        help="bound a fabric-wide output (ibdiagnet, iblinkinfo, ibnetdiscover) by this "
+        "design's size instead of one rack's (16 MB, 65,536 rows)",
     )
     parse.set_defaults(func=_cmd_parse)
 

@@ -26,6 +26,7 @@ __all__ = [
     "MAX_COUNT",
     "MAX_DESIGN_HOSTS",
     "MAX_INPUT_CHARS",
+    "RACK_FABRIC",
     "Limits",
     "RunLimits",
     "Size",
@@ -137,19 +138,23 @@ class Limits:
 
 
 DEFAULT = Limits()
+# a fabric-wide output read with no design: the same bound, and where a larger one comes from
+RACK_FABRIC = Limits(
+    why="a rack's fabric prints no more (MAX_INPUT_CHARS, MAX_COUNT); a larger fabric's "
+    "output is bounded by its design: rackops parse/check -i INVENTORY, as a run does"
+)
 
 
 def fabric_limits(size: Size) -> Limits:
     """The bounds of one fabric-wide output (an ibdiagnet sweep's files, iblinkinfo,
     ibnetdiscover) for this design: every port of every switch at the largest radix and
     every host port, times the margin; the base where the design is smaller."""
-    ports = size.switches * IB_SWITCH_RADIX + size.host_ports
-    count = max(MAX_COUNT, MARGIN * ports)
-    if count == MAX_COUNT:
-        return DEFAULT
+    ports = MARGIN * (size.switches * IB_SWITCH_RADIX + size.host_ports)
+    count = max(MAX_COUNT, ports)
     why = (
         f"the design's {size.switches} switches (at most {IB_SWITCH_RADIX} ports each) and "
-        f"{size.host_ports} host ports allow {count} with a margin of {MARGIN}"
+        f"{size.host_ports} host ports allow {ports} with a margin of {MARGIN}"
+        + ("" if ports > MAX_COUNT else f", within a rack's {MAX_COUNT}")
     )
     return Limits(max(MAX_INPUT_CHARS, count * ROW_CHARS), count, why)
 
@@ -177,7 +182,7 @@ def run_limits(size: Size | None, base: RunLimits = RunLimits()) -> RunLimits:
     )
     lines = min(max(base.results_lines, designed), CEILING_RESULTS_LINES)
     results = min(max(base.results_bytes, designed * LINE_BYTES), CEILING_RESULTS_BYTES)
-    if (lines, results, fabric) == (base.results_lines, base.results_bytes, DEFAULT):
+    if (lines, results, fabric.chars) == (base.results_lines, base.results_bytes, base.raw_bytes):
         return base
     return RunLimits(
         results_bytes=results,

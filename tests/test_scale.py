@@ -35,7 +35,8 @@ from rackops.validate.rundir import DamagedRunDir, RunDir
 
 
 def test_a_rack_keeps_the_fixed_bounds_and_a_cluster_gets_its_designs() -> None:
-    assert fabric_limits(Size(nodes=8, switches=10, host_ports=64)) is DEFAULT
+    rack = fabric_limits(Size(nodes=8, switches=10, host_ports=64))
+    assert (rack.count, rack.chars) == (MAX_COUNT, DEFAULT.chars) and "10 switches" in rack.why
     big = fabric_limits(Size(nodes=4096, switches=1536, host_ports=32768))
     # every port of every switch at the largest radix, and every host port, twice
     assert big.count == 2 * (1536 * 144 + 32768) and big.count > 98_304 > MAX_COUNT
@@ -242,3 +243,24 @@ def _displaced(design: synthfabric.Design) -> str:
     moved = {leaf for (leaf, p), end in cabled.items() if designed[(leaf, p)] != end}
     mis = next(p.subject["switch"] for p in synthfabric.faults(design) if p.kind == "isl_miscabled")
     return next(iter(moved - {mis}))
+
+
+def test_rackops_parse_bounds_a_fabric_wide_file_by_the_inventory_it_is_given(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from rackops.cli import main
+
+    big = tmp_path / "net_dump"  # the 4,096-node design's: 98,304 rows
+    design = synthfabric.Design(4096)
+    big.write_text(synthfabric.ibdiag.net_dump(synthfabric.scenario(design), "ibdiagnet"))
+    assert main(["parse", "ibdiagnet", str(big), "--format", "json"]) == 3
+    err = capsys.readouterr().err
+    assert f"more than {MAX_COUNT} switch port rows" in err and "-i INVENTORY" in err
+    # with an inventory, its design's bound: a 128-node design's own dump reads whole
+    small = synthfabric.Design(128)
+    inv = synthfabric.write_inventory(small, tmp_path / "inv")
+    dump = tmp_path / "small"
+    dump.write_text(synthfabric.ibdiag.net_dump(synthfabric.scenario(small), "ibdiagnet"))
+    assert main(["parse", "ibdiagnet", str(dump), "-i", str(inv), "--format", "json"]) == 0
+    parsed = json.loads(capsys.readouterr().out)
+    assert len(parsed["ports"]) == 48 * 64 and parsed["complete"]

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from rackops.errors import RackopsError
 from rackops.findings import Finding, Status, Subject
 from rackops.parsers._common import ParseError, check_limits, non_finite, plain
-from rackops.scale import DEFAULT, Limits
+from rackops.scale import DEFAULT, RACK_FABRIC, Limits, fabric_limits
 from rackops.tools.base import Binary, Context, NodeCheck, Tool
 
 if TYPE_CHECKING:
@@ -83,7 +83,10 @@ def parse(tool: str, text: str, limits: Limits = DEFAULT) -> Any:
     t = registry().get(tool)
     if t is None or t.parse is None:
         raise KeyError(tool)
-    limits = limits if t.fabric_wide else DEFAULT
+    if not t.fabric_wide:
+        limits = DEFAULT  # one node's output: the fixed bound, whatever the caller passes
+    elif limits is DEFAULT:
+        limits = RACK_FABRIC  # the same bound, saying where a larger fabric's comes from
     if len(text) <= limits.chars:  # larger: refused just below, unread
         text = plain(text)  # as a terminal shows it: escapes, progress redraws, old line ends
     if not text.strip():  # nothing a terminal would show
@@ -139,8 +142,9 @@ def judged(tool: str, text: str, ctx: Context, node: str | None) -> tuple[list[F
     """One output of ``tool`` judged on its own, and its parse (None where unreadable): a
     run keeps the parse, so the stages after never read the output again."""
     t = get(tool)
+    limits = fabric_limits(ctx.cluster.size()) if ctx.cluster is not None else DEFAULT
     try:
-        parsed = parse(tool, text)
+        parsed = parse(tool, text, limits)
     except ParseError as exc:
         return [unreadable(tool, node, exc)], None
     if t.check is None:
