@@ -184,7 +184,8 @@ def main() -> None:
     print("| ---: | --- | ---: | ---: | ---: |")
     for r in results:
         for s in r["steps"]:
-            print(f"| {r['nodes']} | {s['step']} | {s['wall_s']} | {s['cpu_s']} | {s['peak_rss_mb']} |")
+            cells = (r["nodes"], s["step"], s["wall_s"], s["cpu_s"], s["peak_rss_mb"])
+            print("| " + " | ".join(str(c) for c in cells) + " |")
     if any(r["missing"] for r in results):
         raise SystemExit(f"not named: {[(r['nodes'], r['missing']) for r in results]}")
 
