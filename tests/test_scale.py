@@ -217,6 +217,12 @@ def test_a_synthetic_cluster_is_judged_end_to_end_with_every_planted_fault_named
     assert synthscale.sweep_step(cluster, tmp_path / "sweep", run) >= len(design.leaves)
     report, _, _ = write_reports(RunDir(run))
     assert report["verdict"] == "REJECTED"
+    # 1,024 leaf–spine links: the page lists those not OK and the worst grown, not all
+    html = (run / "report.html").read_text()
+    mis = next(p["subject"] for p in planted if p["kind"] == "isl_miscabled")
+    assert "links shown: those not OK" in html
+    assert f"<tr><th>{mis['switch']} port {mis['switch_port']}</th>" in html
+    assert html.count("</tr>") < 1024
     named = synthscale.named(run, planted)
     assert all(named.values()), {k: len(v) for k, v in named.items()}
     culprits = {(c["kind"], c["node"], c["hca"], c["gpu"]) for c in report["culprits"]}

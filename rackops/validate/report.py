@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from typing import Any
 from xml.etree import ElementTree as ET
 
@@ -562,22 +563,29 @@ def _gpu_gauges(report: dict[str, Any]) -> list[str]:
     return out
 
 
-PORT_ROWS_MAX = 256  # above this, the port table holds the named ports and the worst grown
+PORT_ROWS_MAX = 256  # above this, a port or link table holds the named ones and the worst grown
+
+
+def _shown(
+    rows: list[dict[str, Any]], grown: Callable[[dict[str, Any]], int]
+) -> tuple[list[dict[str, Any]], int]:
+    """A table's rows: all of them, or at scale the rows that are not OK and the 20 whose
+    errors grew most (in their order); and how many were left to report.json."""
+    if len(rows) <= PORT_ROWS_MAX:
+        return rows, 0
+    worst = {id(p) for p in sorted(rows, key=grown, reverse=True)[:20] if grown(p)}
+    shown = [p for p in rows if p["status"] != "OK" or id(p) in worst]
+    return shown, len(rows) - len(shown)
 
 
 def _port_rows(report: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
-    """The port table's rows, by node then HCA: all of them, or at scale the ports that
-    are not OK and the 20 whose errors grew most; and how many were left to report.json."""
+    """The port table's rows, by node then HCA (``_shown``)."""
     ports = sorted(report["ports"], key=lambda p: (natural_key(p["node"]), natural_key(p["hca"])))
-    if len(ports) <= PORT_ROWS_MAX:
-        return ports, 0
 
     def grown(p: dict[str, Any]) -> int:
         return sum(svgplots.count(v) for c, v in p["delta"].items() if c != "corrected_bits")
 
-    worst = {id(p) for p in sorted(ports, key=grown, reverse=True)[:20] if grown(p)}
-    rows = [p for p in ports if p["status"] != "OK" or id(p) in worst]
-    return rows, len(ports) - len(rows)
+    return _shown(ports, grown)
 
 
 def _pictures(report: dict[str, Any]) -> list[tuple[str, markupsafe.Markup]]:
@@ -628,6 +636,7 @@ def html(report: dict[str, Any], comparison: dict[str, Any] | None = None) -> st
                 worst_link[(end, p["rail"])] = p
     checks = sorted({c for n in report["nodes"].values() for c in n})
     port_rows, ports_left = _port_rows(report)
+    isl_rows, isls_left = _shown(report["isls"], lambda link: svgplots.count(link["errors"]))
     return env.get_template("report.html.j2").render(
         r=report,
         fixes=fix_groups(report["culprits"]),
@@ -635,6 +644,8 @@ def html(report: dict[str, Any], comparison: dict[str, Any] | None = None) -> st
         pictures=_pictures(report),
         port_rows=port_rows,
         ports_left=ports_left,
+        isl_rows=isl_rows,
+        isls_left=isls_left,
         bad_nodes=[n for n, st in report["nodes"].items() if set(st.values()) - {"OK"}],
         # the NCCL section opens on a multi-node culprit or a node's own NCCL test not OK
         nccl_open=any(c["kind"] == "nccl" for c in report["culprits"])
