@@ -270,3 +270,28 @@ def test_rackops_parse_bounds_a_fabric_wide_file_by_the_inventory_it_is_given(
     assert main(["parse", "ibdiagnet", str(dump), "-i", str(inv), "--format", "json"]) == 0
     parsed = json.loads(capsys.readouterr().out)
     assert len(parsed["ports"]) == 48 * 64 and parsed["complete"]
+
+
+def test_resume_nodes_reads_a_clusters_report_within_its_recorded_size(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rackops.errors import InputError
+    from rackops.scheduler import actions
+
+    monkeypatch.setattr(actions, "MAX_REPORT_BYTES", 1000)  # a small base, for the test
+    run = tmp_path / "run"
+    run.mkdir()
+    report = {
+        "culprits": [],
+        "errors": [],
+        "nodes": {"node0001": {"ibstat": "OK"}},
+        "pad": "x" * 5000,
+    }
+    (run / "report.json").write_text(json.dumps(report))
+    with pytest.raises(InputError, match="larger than 1000 bytes"):
+        actions.load_report(run)
+    (run / "run.json").write_text(json.dumps({"size": {"nodes": 4096, "switches": 1536}}))
+    assert actions.load_report(run)["nodes"] == report["nodes"]
+    (run / "run.json").write_text(json.dumps({"size": {"nodes": 10**9}}))
+    with pytest.raises(actions.DamagedReport, match="20000 hosts"):
+        actions.load_report(run)

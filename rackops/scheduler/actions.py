@@ -29,6 +29,7 @@ from typing import Any
 from rackops.docload import load_json
 from rackops.errors import ExitCode, InputError, RackopsError
 from rackops.names import NODE_RE, node_arg, short_repr
+from rackops.scale import RunLimits, Size, run_limits
 
 SCHEDULERS = ("slurm", "kubernetes", "none")
 REASON_PREFIX = "rackops:"
@@ -205,7 +206,7 @@ def load_report(run_dir: Path) -> dict[str, Any]:
     writes; otherwise exit 3 naming the field (the run directory was altered)."""
     path = run_dir / "report.json"
     try:
-        data = load_json(_read_regular(path).decode(errors="replace"), _nan)
+        data = load_json(_read_regular(path, _report_limit(run_dir)).decode(errors="replace"), _nan)
     except FileNotFoundError as exc:
         raise InputError(
             f"{path}: no report (run `rackops report {run_dir}` on a finished run)"
@@ -231,17 +232,40 @@ def _nan(word: str) -> Any:
     raise ValueError(f"{word} is not a number rackops writes")
 
 
-def _read_regular(path: Path) -> bytes:
-    """At most MAX_REPORT_BYTES of a regular file, never through a symlink."""
+def _report_limit(run_dir: Path) -> int:
+    """MAX_REPORT_BYTES, or the bound of the design size the run recorded in run.json where
+    larger (rackops.scale: a cluster's report is larger than a rack's)."""
+    try:
+        meta = load_json(
+            _read_regular(run_dir / "run.json", 1 << 20).decode(errors="replace"), _nan
+        )
+    except FileNotFoundError:
+        return MAX_REPORT_BYTES
+    except (OSError, ValueError, RecursionError) as exc:
+        raise InputError(
+            f"{run_dir / 'run.json'}: unreadable: {_CONTROL.sub('?', str(exc)[:200])}"
+        ) from None
+    size = meta.get("size") if isinstance(meta, dict) else None
+    try:
+        design = Size.from_json(size, str(run_dir / "run.json")) if size is not None else None
+    except ValueError as exc:
+        raise DamagedReport(
+            f"{_CONTROL.sub('?', str(exc))}; the run directory was altered"
+        ) from None
+    return run_limits(design, RunLimits(json_bytes=MAX_REPORT_BYTES)).json_bytes
+
+
+def _read_regular(path: Path, limit: int = MAX_REPORT_BYTES) -> bytes:
+    """At most ``limit`` bytes of a regular file, never through a symlink."""
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
     fd = os.open(path, flags)
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
         raise InputError(f"{path}: not a regular file")
     with os.fdopen(fd, "rb") as fh:
-        data = fh.read(MAX_REPORT_BYTES + 1)
-    if len(data) > MAX_REPORT_BYTES:
-        raise InputError(f"{path}: larger than {MAX_REPORT_BYTES} bytes")
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise InputError(f"{path}: larger than {limit} bytes")
     return data
 
 
