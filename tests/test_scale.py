@@ -6,6 +6,7 @@ same at 1,024 to 4,096 nodes and measures each step)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -88,13 +89,21 @@ def test_a_net_dump_past_the_designs_bound_is_refused_naming_both_numbers() -> N
         parse("ibstat", "x\n" * (DEFAULT.chars // 2 + 1), Limits(chars=DEFAULT.chars * 4))
 
 
-def test_a_100000_port_net_dump_of_a_designed_fabric_is_read_and_judged(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def cluster_dump() -> tuple[synthfabric.Design, str]:
+    """The 4,096-node design and its net_dump as hwsim prints it (16 MB: made once)."""
+    design = synthfabric.Design(4096)
+    return design, synthfabric.ibdiag.net_dump(synthfabric.scenario(design), "ibdiagnet")
+
+
+def test_a_100000_port_net_dump_of_a_designed_fabric_is_read_and_judged(
+    tmp_path: Path, cluster_dump: tuple[synthfabric.Design, str]
+) -> None:
     """4,096 nodes × 8 rails in two tiers: 1,536 switches, 98,304 switch ports in one
     net_dump. The fixed bound refuses it (65,536 rows); the design's reads all of it, and
     every ISL is judged: the miscabled one (both cables of the swap) and the slow switch's
     uplinks are named, and nothing else."""
-    design = synthfabric.Design(4096)
-    text = synthfabric.ibdiag.net_dump(synthfabric.scenario(design), "ibdiagnet")
+    design, text = cluster_dump
     with pytest.raises(ParseError, match=f"more than {MAX_COUNT} switch port rows"):
         parse("ibdiagnet", text)
     cluster = _cluster(design, tmp_path)
@@ -223,6 +232,8 @@ def test_a_synthetic_cluster_is_judged_end_to_end_with_every_planted_fault_named
     assert "links shown: those not OK" in html
     assert f"<tr><th>{mis['switch']} port {mis['switch_port']}</th>" in html
     assert html.count("</tr>") < 1024
+    # the fleet table: the drifted node beside what most of the others have, not 128 columns
+    assert f"most of the other 127 nodes</th><th>{drift['node']}</th></tr>" in html
     named = synthscale.named(run, planted)
     assert all(named.values()), {k: len(v) for k, v in named.items()}
     culprits = {(c["kind"], c["node"], c["hca"], c["gpu"]) for c in report["culprits"]}
@@ -252,13 +263,14 @@ def _displaced(design: synthfabric.Design) -> str:
 
 
 def test_rackops_parse_bounds_a_fabric_wide_file_by_the_inventory_it_is_given(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    cluster_dump: tuple[synthfabric.Design, str],
 ) -> None:
     from rackops.cli import main
 
     big = tmp_path / "net_dump"  # the 4,096-node design's: 98,304 rows
-    design = synthfabric.Design(4096)
-    big.write_text(synthfabric.ibdiag.net_dump(synthfabric.scenario(design), "ibdiagnet"))
+    big.write_text(cluster_dump[1])
     assert main(["parse", "ibdiagnet", str(big), "--format", "json"]) == 3
     err = capsys.readouterr().err
     assert f"more than {MAX_COUNT} switch port rows" in err and "-i INVENTORY" in err
@@ -295,3 +307,20 @@ def test_resume_nodes_reads_a_clusters_report_within_its_recorded_size(
     (run / "run.json").write_text(json.dumps({"size": {"nodes": 10**9}}))
     with pytest.raises(actions.DamagedReport, match="20000 hosts"):
         actions.load_report(run)
+
+
+def test_a_clusters_page_lists_what_is_not_ok_and_counts_the_rest(tmp_path: Path) -> None:
+    """300 nodes: the all-nodes table becomes counts per check, the slowest-link table the
+    nodes with a link not OK and the 20 slowest; every node stays in report.json."""
+    run = synthrun.make_run(tmp_path / "run", nodes=300)
+    report, _, _ = write_reports(RunDir(run))
+    html = (run / "report.html").read_text()
+    assert len(report["nodes"]) == 300 and 'id="node-counts"' in html
+    assert '<table id="nodes">' not in html
+    ibstat = html.split("<tr><th>ibstat</th>", 1)[1].split("</tr>", 1)[0]
+    assert ">299<" in ibstat and ">1<" in ibstat  # synthrun's dead HCA: one node FAIL
+    table = html.split('id="slowest-links"', 1)[1].split("</table>", 1)[0]
+    shown = re.findall(r"<tr><th>(node\d+)</th>", table)
+    bad = {p["node"] for p in synthrun.planted(300) if p["fault"] in ("slow_cable", "dead_hca")}
+    assert bad <= set(shown) and 20 <= len(shown) < 60, shown
+    assert f"the other {300 - len(shown)} are in report.json" in html

@@ -7,7 +7,7 @@ import re
 import shlex
 from collections import Counter, defaultdict
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 from xml.etree import ElementTree as ET
 
 import jinja2
@@ -219,6 +219,14 @@ def _trays_said(by_tray: dict[str, list[dict[str, Any]]], trays: dict[str, Any])
     }
 
 
+class Row(NamedTuple):
+    """One fact of the fleet table: each node's cell, and the value most nodes have."""
+
+    fact: str
+    cells: dict[str, dict[str, Any]]
+    ref: str | None
+
+
 def _fleet(run: RunDir) -> dict[str, Any] | None:
     """The fleet table (fact × node) of the facts where some node differs from its
     reference — the golden value of its profile, or the majority of its profile's nodes —
@@ -235,7 +243,7 @@ def _fleet(run: RunDir) -> dict[str, Any] | None:
         nodes: dict[str, list[str | None]] = data["nodes"]
         profiles: dict[str, str] = data["profiles"]
         golden: dict[str, dict[str, Any]] = data["golden"]
-        rows = []
+        rows: list[Row] = []
         for i, key in enumerate(keys):
             by_profile: dict[str, Counter[str]] = defaultdict(Counter)
             for n, vals in nodes.items():
@@ -258,13 +266,21 @@ def _fleet(run: RunDir) -> dict[str, Any] | None:
                 differs |= odd
                 cells[n] = {"value": value, "status": status if value is not None else "none"}
             if differs:
-                rows.append({"fact": key, "cells": cells})
+                common = Counter(c["value"] for c in cells.values() if c["value"] is not None)
+                ref = common.most_common(1)[0][0] if common else None
+                rows.append(Row(fact=key, cells=cells, ref=ref))
+        shown = sorted(nodes)
+        if len(shown) > MATRIX_MAX_NODES:  # a cluster: the nodes that differ, and the others
+            odd = {n for row in rows[:MAX_FLEET_ROWS] for n, c in row.cells.items()
+                   if c["status"] not in ("OK", "none")}  # fmt: skip
+            shown = [n for n in shown if n in odd]
         return {
             "how": data["how"],
             "facts": len(keys),
-            "rows": rows[:MAX_FLEET_ROWS],
+            "rows": [dict(r._asdict()) for r in rows[:MAX_FLEET_ROWS]],
             "more_rows": max(0, len(rows) - MAX_FLEET_ROWS),
-            "nodes": sorted(nodes),
+            "nodes": shown,
+            "others": len(nodes) - len(shown),
         }
     except (KeyError, TypeError, IndexError, AttributeError, ValueError) as exc:
         return {
@@ -273,6 +289,7 @@ def _fleet(run: RunDir) -> dict[str, Any] | None:
             "rows": [],
             "more_rows": 0,
             "nodes": [],
+            "others": 0,
         }
 
 
@@ -588,6 +605,26 @@ def _port_rows(report: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
     return _shown(ports, grown)
 
 
+def _link_rows(
+    nodes: list[str],
+    rails: list[int],
+    worst_link: dict[tuple[str, int], dict[str, Any]],
+    matrix: bool,
+) -> tuple[list[str], int]:
+    """The nodes of the slowest-link table (``_shown``: at scale those with a link not OK
+    and the 20 slowest), and how many were left to report.json."""
+    if matrix:
+        return nodes, 0
+    rows = []
+    for n in nodes:
+        links = [worst_link[(n, r)] for r in rails if (n, r) in worst_link]
+        statuses = {p.get("status", "OK") for p in links}
+        slowest = min((p.get("bw_gbps") or 0.0 for p in links), default=0.0)
+        rows.append({"node": n, "status": "OK" if statuses <= {"OK"} else "FAIL", "bw": slowest})
+    shown, left = _shown(rows, lambda row: int(1e6 - row["bw"]))
+    return [row["node"] for row in shown], left
+
+
 def _pictures(report: dict[str, Any]) -> list[tuple[str, markupsafe.Markup]]:
     """The link distributions and the worst ports, drawn here (our own escaped SVG)."""
     lines = report.get("link_lines") or {}
@@ -636,6 +673,13 @@ def html(report: dict[str, Any], comparison: dict[str, Any] | None = None) -> st
                 worst_link[(end, p["rail"])] = p
     checks = sorted({c for n in report["nodes"].values() for c in n})
     port_rows, ports_left = _port_rows(report)
+    link_rows, links_left = _link_rows(nodes, rails, worst_link, matrix)
+    # a cluster's every node on the page is a page no one reads: per check, how many of each
+    node_counts = (
+        {c: Counter(st.get(c, "none") for st in report["nodes"].values()) for c in checks}
+        if len(report["nodes"]) > PORT_ROWS_MAX
+        else None
+    )
     isl_rows, isls_left = _shown(report["isls"], lambda link: svgplots.count(link["errors"]))
     return env.get_template("report.html.j2").render(
         r=report,
@@ -646,6 +690,9 @@ def html(report: dict[str, Any], comparison: dict[str, Any] | None = None) -> st
         ports_left=ports_left,
         isl_rows=isl_rows,
         isls_left=isls_left,
+        link_rows=link_rows,
+        links_left=links_left,
+        node_counts=node_counts,
         bad_nodes=[n for n, st in report["nodes"].items() if set(st.values()) - {"OK"}],
         # the NCCL section opens on a multi-node culprit or a node's own NCCL test not OK
         nccl_open=any(c["kind"] == "nccl" for c in report["culprits"])
@@ -697,11 +744,17 @@ def write_reports(
     (compare.json, and its section in report.html)."""
     from rackops.validate.compare import compare
 
+    earlier: dict[str, Any] | None = None
+    if old is not None:  # built first, and its records let go: one run's held at a time
+        earlier = build_report(old)
+        old.release()
     records = run.records()  # read once; localised once
     verdict = verdict_of(run, records)
     report = report_of(run, records, verdict)
     scheduler = scheduler_of_run(run)
-    cmp = compare(build_report(old), report, str(old.path), str(run.path)) if old else None
+    cmp = None
+    if old is not None and earlier is not None:
+        cmp = compare(earlier, report, str(old.path), str(run.path))
     # each written as a new file renamed over the old: a planted symlink is never followed
     run.write_json("report.json", report)
     if cmp is not None:

@@ -124,6 +124,13 @@ class RunDir:
             self._limits = run_limits(Size.from_json(size, "run.json") if size else None, base)
         return self._limits
 
+    def release(self) -> None:
+        """Let go of the records and parsed outputs held in memory (read again if asked):
+        a caller done with this run, holding another's."""
+        with self._lock:
+            self._results = None
+            self._parsed.clear()
+
     def done_ids(self) -> set[str]:
         return {r["id"] for r in self.records()}
 
@@ -215,7 +222,7 @@ class RunDir:
     def _record(self, raw: bytes, n: int) -> dict[str, Any] | None:
         where = f"{self.results}:{n}"
         try:
-            value = load_json(raw.decode(errors="replace"), _no_constant)
+            value = load_json(raw.decode(errors="replace"), _no_constant, shared=True)
         except json.JSONDecodeError:  # cut by a crash, or not JSON: not a record
             return None
         except (ValueError, RecursionError) as exc:  # NaN, a 5000-digit number, nesting
