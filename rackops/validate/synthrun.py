@@ -100,83 +100,7 @@ def make_run(
     (path / "raw").mkdir()
     lines: list[dict[str, Any]] = []
     for node in names:
-        for tool in node_tools:
-            ok = not (tool == "ibstat" and node == dead_hca)
-            finding = _f(
-                "HCA-OK" if ok else "HCA-003",
-                ok,
-                {"node": node}
-                if ok
-                else dict(zip(("switch", "switch_port"), leaf_port(node, 6), strict=True))
-                | {"node": node, "hca": "mlx5_6"},
-                message="" if ok else "physical state Polling, expected LinkUp",
-                remediation="" if ok else "Polling: no link partner — check the cable",
-                action="cable",
-            )
-            lines.append(_record(f"node/{node}/{tool}", "node", node, tool, [finding]))
-        gpu = []
-        for g in range(GPUS):
-            weak = (node, g) == weak_gpu
-            gemm = round(rng.gauss(560 if weak else 730, 6), 1)
-            hbm = round(rng.gauss(2530, 20), 1)
-            subj = {"node": node, "gpu": g}
-            gpu += [
-                _f(
-                    "GEMM-OK" if gemm >= GEMM_FLOOR else "GEMM-002",
-                    gemm >= GEMM_FLOOR,
-                    subj,
-                    gemm,
-                    GEMM_FLOOR,
-                    "TFLOPS",
-                    message=f"FP16 GEMM {gemm:g} TFLOPS, below the floor {GEMM_FLOOR:g}",
-                    remediation="reseat the GPU; RMA if it recurs",
-                ),
-                _f("HBM-OK", hbm >= HBM_FLOOR, subj, hbm, HBM_FLOOR, "GB/s"),
-            ]
-        lines.append(_record(f"node/{node}/dcgmproftester", "node", node, "dcgmproftester", gpu))
-        load = [
-            f
-            for g in range(GPUS)
-            for f in (
-                _f("LOAD-CLOCK", True, {"node": node, "gpu": g}, 1980.0, None, "MHz"),
-                _f(
-                    "LOAD-POWER",
-                    True,
-                    {"node": node, "gpu": g},
-                    round(rng.gauss(590, 8)),
-                    None,
-                    "W",
-                ),
-            )
-        ]
-        lines.append(_record(f"node/{node}/gpu-samples", "node", node, "gpu-samples", load))
-        ports: dict[str, dict[str, Any]] = {}
-        for r in range(RAILS):
-            grown = rng.random() < 0.02
-            sym = 40 if (node, f"mlx5_{r}") == noisy_port else int(grown)  # noise: 0 or 1
-            ports[f"mlx5_{r}"] = {
-                "delta": {"symbol_errors": sym, "corrected_bits": rng.randrange(0, 5000)},
-                "absolute": {"symbol_errors": sym, "corrected_bits": 0},
-                "raw_ber": 1e-9,
-                "effective_ber": 1e-15,
-                "rx_power_dbm": [round(rng.uniform(-1.5, 1.5), 2)] * 4,
-            }
-        phy = [
-            _f(
-                "PHY-OK" if rep["delta"]["symbol_errors"] < 10 else "PHY-002",
-                rep["delta"]["symbol_errors"] < 10,
-                {"node": node, "hca": dev}
-                | dict(zip(("switch", "switch_port"), leaf_port(node, int(dev[5:])), strict=True)),
-                remediation="clean or replace the transceiver and the cable",
-                action="cable",
-            )
-            for dev, rep in ports.items()
-        ]
-        lines.append(
-            _record(
-                f"phy/{node}/after", "node", node, "phy", phy, {"ports": ports, "interval_s": 60}
-            )
-        )
+        lines += _node(node, rng, node_tools, dead_hca, weak_gpu, noisy_port)
     lines += _pairs(names, rng, slow_cable, dead_hca)
     lines.append(_record("peers", "peers", None, "peer-gate", [], {"limits": _limits(lines)}))
     with (path / "results.jsonl").open("w") as fh:
@@ -185,6 +109,94 @@ def make_run(
         json.dumps({"inventory": "synthetic", "suite": "acceptance", "started": "synthetic"})
     )
     return path
+
+
+def _node(
+    node: str,
+    rng: random.Random,
+    node_tools: tuple[str, ...],
+    dead_hca: str | None,
+    weak_gpu: tuple[str, int] | None,
+    noisy_port: tuple[str, str] | None,
+) -> list[dict[str, Any]]:
+    """One node's records: its checks, its GPUs under load, its ports' counters."""
+    lines: list[dict[str, Any]] = []
+    for tool in node_tools:
+        ok = not (tool == "ibstat" and node == dead_hca)
+        finding = _f(
+            "HCA-OK" if ok else "HCA-003",
+            ok,
+            {"node": node}
+            if ok
+            else dict(zip(("switch", "switch_port"), leaf_port(node, 6), strict=True))
+            | {"node": node, "hca": "mlx5_6"},
+            message="" if ok else "physical state Polling, expected LinkUp",
+            remediation="" if ok else "Polling: no link partner — check the cable",
+            action="cable",
+        )
+        lines.append(_record(f"node/{node}/{tool}", "node", node, tool, [finding]))
+    gpu = []
+    for g in range(GPUS):
+        weak = (node, g) == weak_gpu
+        gemm = round(rng.gauss(560 if weak else 730, 6), 1)
+        hbm = round(rng.gauss(2530, 20), 1)
+        subj = {"node": node, "gpu": g}
+        gpu += [
+            _f(
+                "GEMM-OK" if gemm >= GEMM_FLOOR else "GEMM-002",
+                gemm >= GEMM_FLOOR,
+                subj,
+                gemm,
+                GEMM_FLOOR,
+                "TFLOPS",
+                message=f"FP16 GEMM {gemm:g} TFLOPS, below the floor {GEMM_FLOOR:g}",
+                remediation="reseat the GPU; RMA if it recurs",
+            ),
+            _f("HBM-OK", hbm >= HBM_FLOOR, subj, hbm, HBM_FLOOR, "GB/s"),
+        ]
+    lines.append(_record(f"node/{node}/dcgmproftester", "node", node, "dcgmproftester", gpu))
+    load = [
+        f
+        for g in range(GPUS)
+        for f in (
+            _f("LOAD-CLOCK", True, {"node": node, "gpu": g}, 1980.0, None, "MHz"),
+            _f(
+                "LOAD-POWER",
+                True,
+                {"node": node, "gpu": g},
+                round(rng.gauss(590, 8)),
+                None,
+                "W",
+            ),
+        )
+    ]
+    lines.append(_record(f"node/{node}/gpu-samples", "node", node, "gpu-samples", load))
+    ports: dict[str, dict[str, Any]] = {}
+    for r in range(RAILS):
+        grown = rng.random() < 0.02
+        sym = 40 if (node, f"mlx5_{r}") == noisy_port else int(grown)  # noise: 0 or 1
+        ports[f"mlx5_{r}"] = {
+            "delta": {"symbol_errors": sym, "corrected_bits": rng.randrange(0, 5000)},
+            "absolute": {"symbol_errors": sym, "corrected_bits": 0},
+            "raw_ber": 1e-9,
+            "effective_ber": 1e-15,
+            "rx_power_dbm": [round(rng.uniform(-1.5, 1.5), 2)] * 4,
+        }
+    phy = [
+        _f(
+            "PHY-OK" if rep["delta"]["symbol_errors"] < 10 else "PHY-002",
+            rep["delta"]["symbol_errors"] < 10,
+            {"node": node, "hca": dev}
+            | dict(zip(("switch", "switch_port"), leaf_port(node, int(dev[5:])), strict=True)),
+            remediation="clean or replace the transceiver and the cable",
+            action="cable",
+        )
+        for dev, rep in ports.items()
+    ]
+    lines.append(
+        _record(f"phy/{node}/after", "node", node, "phy", phy, {"ports": ports, "interval_s": 60})
+    )
+    return lines
 
 
 def _record(
