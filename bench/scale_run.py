@@ -15,7 +15,9 @@ and system) and peak RSS from the kernel's rusage of that process:
   its commands answered by a replay of the sweep's files);
 - ``localise``: the whole run's findings to culprits;
 - ``reports``: report.json, report.html, junit.xml, metrics.prom;
-- ``compare``: ``rackops report --compare`` of a second such run (seed 2) against it.
+- ``compare``: ``rackops report --compare`` of a second such run (seed 2) against it;
+- ``whole`` (``--whole``): a third run's fleet, sweep and reports in one process, as one
+  ``rackops validate`` holds them: its peak RSS is the run's.
 
 Then every planted fault is looked for where a user would: the run's findings (fabric,
 fleet) and report.json's culprits (synthrun's four); a fault not named exactly exits 1.
@@ -68,6 +70,15 @@ def run_step(step: str, base: Path) -> None:
         from rackops.validate.report import write_reports
 
         write_reports(RunDir(base / "run"))
+        return
+    if step == "whole":  # what one validate process holds: every step over one run, in turn
+        from rackops.validate.report import write_reports
+
+        cluster = pickle.loads((base / "cluster.pickle").read_bytes())
+        run = RunDir(base / "run-c")
+        synthscale.fleet_step(cluster, run.path)
+        synthscale.sweep_step(cluster, base / "sweep", run.path)
+        write_reports(run)
         return
     if step == "compare":
         proc = subprocess.run(
@@ -140,7 +151,7 @@ def check_named(base: Path, planted: list[dict[str, Any]], nodes: int) -> list[s
     return missing
 
 
-def one_size(nodes: int, chromium: bool) -> dict[str, Any]:
+def one_size(nodes: int, chromium: bool, whole: bool) -> dict[str, Any]:
     base = Path(tempfile.mkdtemp(prefix=f"bench-scale-{nodes}-"))
     try:
         info = prepare(nodes, base)
@@ -148,6 +159,16 @@ def one_size(nodes: int, chromium: bool) -> dict[str, Any]:
         for step in ("fleet-b", "sweep-b"):  # the second run's own (the compare reads both)
             measured(step, base)
         rows += [measured(step, base) for step in STEPS[1:]]
+        if whole:
+            from rackops.lab import synthfabric
+            from rackops.validate import synthscale
+
+            design = synthfabric.Design(nodes)
+            drift = next(p.subject for p in synthfabric.faults(design) if p.kind == "fleet_drift")
+            synthscale.make_run_dir(
+                design.size(), design.rails, drift, base / "inv", base / "run-c"
+            )
+            rows.append(measured("whole", base))
         run = base / "run"
         info.update(
             steps=rows,
@@ -171,6 +192,9 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--nodes", type=int, nargs="*", default=[1024, 2048, 4096])
     ap.add_argument("--chromium", action="store_true")
+    ap.add_argument(
+        "--whole", action="store_true", help="and a third run's steps in one process (its peak)"
+    )
     ap.add_argument("--step")
     ap.add_argument("--base", type=Path)
     args = ap.parse_args()
@@ -178,7 +202,7 @@ def main() -> None:
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         run_step(args.step, args.base)
         return
-    results = [one_size(n, args.chromium) for n in args.nodes]
+    results = [one_size(n, args.chromium, args.whole) for n in args.nodes]
     print(json.dumps(results, indent=2))
     print("| nodes | step | wall (s) | CPU (s) | peak RSS (MB) |")
     print("| ---: | --- | ---: | ---: | ---: |")
