@@ -19,7 +19,7 @@ from rackops.diagnostics import TerminalSafe, printable
 from rackops.errors import ExitCode, InputError, RackopsError
 from rackops.names import slurm_names_problem
 from rackops.parsers._common import MAX_INPUT_CHARS, finite_json
-from rackops.scale import Limits
+from rackops.scale import DEFAULT, Limits
 
 if TYPE_CHECKING:
     from rackops.diagnostics import Diagnostic
@@ -77,30 +77,25 @@ MAX_INPUT_BYTES = MAX_INPUT_CHARS
 
 
 def _input_limits(tool: str, inventory: str | None) -> Limits:
-    """What one output of ``tool`` may hold: a fabric-wide tool's (ibdiagnet's files,
-    iblinkinfo, ibnetdiscover) as much as the inventory's design allows (rackops.scale),
-    every other tool's the fixed bound."""
-    from rackops.scale import DEFAULT, fabric_limits
-    from rackops.tools import get as get_tool
+    """What one output of ``tool`` may hold, with the inventory's design where given."""
+    from rackops.tools import input_limits
 
-    if inventory is None or not get_tool(tool).fabric_wide:
-        return DEFAULT
+    if inventory is None:
+        return input_limits(tool, None)
     from rackops.inventory import load_inventory
 
-    return fabric_limits(load_inventory(inventory).raise_for_errors().size())
+    return input_limits(tool, load_inventory(inventory).raise_for_errors())
 
 
-def _read_input(path: str, limits: Limits | None = None) -> str:
-    """The file's text, at most MAX_INPUT_BYTES, or what ``limits`` allow where larger."""
-    limit = max(MAX_INPUT_BYTES, limits.chars) if limits is not None else MAX_INPUT_BYTES
-    why = (
-        limits.why
-        if limits is not None and limit > MAX_INPUT_BYTES
-        else (
-            "no tool output rackops reads is that large (a fabric-wide one of a large fabric: "
-            "pass -i INVENTORY, whose design bounds it)"
-        )
-    )
+def _read_input(path: str, limits: Limits = DEFAULT, tool: str | None = None) -> str:
+    """The file's text, at most MAX_INPUT_BYTES, or what ``limits`` allow where larger;
+    ``tool`` read with no design: a fabric-wide one's refusal says where a bound comes from."""
+    from rackops.tools import get as get_tool
+
+    limit = max(MAX_INPUT_BYTES, limits.chars)
+    why = limits.why if limit > MAX_INPUT_BYTES else "no tool output rackops reads is that large"
+    if limits is DEFAULT and tool is not None and get_tool(tool).fabric_wide:
+        why += " (a large fabric's: pass -i INVENTORY, whose design bounds it)"
     try:
         if path == "-":
             raw = sys.stdin.buffer.read(limit + 1)
@@ -124,7 +119,7 @@ def _cmd_parse(args: argparse.Namespace) -> int:
     from rackops.tools import parse
 
     limits = _input_limits(args.tool, args.inventory)
-    text = _read_input(args.file, limits)
+    text = _read_input(args.file, limits, args.tool)
     try:
         if args.tool == "nvidia-smi-query" and args.fields:
             check_limits(text)  # as tools.parse does, before the parser sees it
@@ -146,12 +141,16 @@ def _cmd_parse(args: argparse.Namespace) -> int:
 
 def _cmd_check(args: argparse.Namespace) -> int:
     from rackops.findings import exit_code, worst
-    from rackops.scale import fabric_limits
+    from rackops.tools import input_limits
     from rackops.tools.offline import build_context, evaluate
 
     ctx = build_context(args.profile, args.inventory, args.node, args.suite)
-    limits = fabric_limits(ctx.cluster.size()) if ctx.cluster is not None else None
-    findings = evaluate(args.tool, _read_input(args.file, limits), ctx, args.node)
+    findings = evaluate(
+        args.tool,
+        _read_input(args.file, input_limits(args.tool, ctx.cluster), args.tool),
+        ctx,
+        args.node,
+    )
     verdict = worst(findings)
     if args.format == "json":
         print(

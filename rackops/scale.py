@@ -31,6 +31,7 @@ __all__ = [
     "RunLimits",
     "Size",
     "fabric_limits",
+    "recorded_size",
     "run_limits",
 ]
 
@@ -61,6 +62,10 @@ LINE_BYTES = 2048
 # results.jsonl into memory, and 4 GiB of it is ~15 GB of Python objects
 CEILING_RESULTS_BYTES = 4 * 1024**3
 CEILING_RESULTS_LINES = 4_000_000
+# and one raw output (a 98,304-port net_dump is 16 MB) and one JSON file (report.json of
+# 4,096 nodes is 76 MB), whatever size a run directory claims under MAX_DESIGN_HOSTS
+CEILING_RAW_BYTES = 256 * 1024**2
+CEILING_JSON_BYTES = 1024**3
 
 
 @dataclass(frozen=True)
@@ -116,7 +121,9 @@ class Size:
                 f"{where}: {self.host_ports} host ports on {self.nodes} nodes, more than "
                 f"{MAX_HCAS} a node"
             )
-        most_pairs = self.nodes * max(self.nodes - 1, 0) // 2 * MAX_HCAS
+        # a round pairs each node once at most, and no plan has more rounds than nodes (a
+        # sampled plan may meet a pair again: not unique pairs)
+        most_pairs = self.nodes * self.nodes * MAX_HCAS
         if self.pair_tests > most_pairs:
             raise ValueError(
                 f"{where}: {self.pair_tests} pair tests, more than {self.nodes} nodes can "
@@ -171,6 +178,13 @@ class RunLimits:
     why: str = "the fixed limits of a run directory"
 
 
+def recorded_size(meta: Any, where: str) -> Size | None:
+    """The design size a run recorded in its run.json (``meta``, parsed), or None where it
+    recorded none (an older run); a ValueError naming ``where`` for one no design has."""
+    size = meta.get("size") if isinstance(meta, dict) else None
+    return None if size is None else Size.from_json(size, where)
+
+
 def run_limits(size: Size | None, base: RunLimits = RunLimits()) -> RunLimits:
     """The bounds of a run directory whose run recorded this design size (None: a run that
     recorded none, or an older one: the base)."""
@@ -187,8 +201,8 @@ def run_limits(size: Size | None, base: RunLimits = RunLimits()) -> RunLimits:
     return RunLimits(
         results_bytes=results,
         results_lines=lines,
-        raw_bytes=max(base.raw_bytes, fabric.chars),
-        json_bytes=max(base.json_bytes, results // 2),
+        raw_bytes=min(max(base.raw_bytes, fabric.chars), CEILING_RAW_BYTES),
+        json_bytes=min(max(base.json_bytes, results // 2), CEILING_JSON_BYTES),
         fabric=fabric,
         why=(
             f"the run's design ({size.nodes} nodes, {size.switches} switches, "

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -58,6 +57,15 @@ def test_a_size_no_inventory_can_hold_is_refused_naming_it() -> None:
         Size.from_json({"nodes": 2, "host_ports": 65}, "run.json")
     with pytest.raises(ValueError, match="pair tests, more than 4 nodes can make"):
         Size.from_json({"nodes": 4, "pair_tests": 10**6}, "run.json")
+    # the edge: as many hosts as an inventory may hold is a size, one more is not
+    Size.from_json({"nodes": MAX_DESIGN_HOSTS}, "run.json")
+    with pytest.raises(ValueError, match="more than the"):
+        Size.from_json({"nodes": MAX_DESIGN_HOSTS - 5, "switches": 6}, "run.json")
+    # a plan that meets a pair again (sampled rounds, many rails) is a size rackops wrote
+    Size.from_json({"nodes": 2, "pair_tests": 3 * 32}, "run.json")
+    # and a size under the cap lifts no bound past the ceilings
+    most = run_limits(Size(switches=MAX_DESIGN_HOSTS, nodes=0))
+    assert most.raw_bytes <= 256 * 2**20 and most.json_bytes <= 2**30
 
 
 NET_DUMP_HEAD = (
@@ -81,10 +89,10 @@ def test_a_net_dump_past_the_designs_bound_is_refused_naming_both_numbers() -> N
     with pytest.raises(ParseError, match=r"more than 200 switch port rows .*\(201 read\): "):
         parse("ibdiagnet", text, small)
     assert len(parse("ibdiagnet", text, Limits(count=300)).ports) == 300
-    # a tool that is not fabric-wide keeps the fixed bounds whatever the caller passes
+    # a fabric-wide tool's text is held to the limits passed, characters too
     with pytest.raises(ParseError, match="1002 characters, more than 1000: the test"):
         parse("ibdiagnet", "x" * 1001 + "\n", Limits(chars=1000, why="the test"))
-    # and a node's tool is never lifted past the fixed bound by a fabric's limits
+    # a node's tool is never lifted past the fixed bound by a fabric's limits
     with pytest.raises(ParseError, match="MAX_INPUT_CHARS"):
         parse("ibstat", "x\n" * (DEFAULT.chars // 2 + 1), Limits(chars=DEFAULT.chars * 4))
 
@@ -234,32 +242,93 @@ def test_a_synthetic_cluster_is_judged_end_to_end_with_every_planted_fault_named
     assert html.count("</tr>") < 1024
     # the fleet table: the drifted node beside what most of the others have, not 128 columns
     assert f"most of the other 127 nodes</th><th>{drift['node']}</th></tr>" in html
+    assert '<td>False(0)</td><td class="FAIL">True(1)</td>' in html
     named = synthscale.named(run, planted)
     assert all(named.values()), {k: len(v) for k, v in named.items()}
     culprits = {(c["kind"], c["node"], c["hca"], c["gpu"]) for c in report["culprits"]}
     for p in synthrun.planted(128):
         assert (p["kind"], p["node"], p["hca"], p["gpu"]) in culprits, p
-    # nothing else of the fabric is wrong: every non-OK switch finding is a planted one's
-    switch_bad: set[Any] = set()
+    # and nothing else of the fabric is wrong: every switch finding not OK is a planted
+    # fault's, at its port (a swap names both cables; a slow switch all its uplinks)
+    bad: set[tuple[str, str, str]] = set()
     for rec in RunDir(run).records():
-        if rec["kind"] == "switch":
-            switch_bad |= {
-                (f["subject"]["switch"], f["subject"]["switch_port"])
+        if rec["kind"] in ("switch", "fabric"):
+            bad |= {
+                (f["code"], f["subject"]["switch"], f["subject"]["switch_port"])
                 for f in rec["findings"]
                 if f["status"] != "OK"
             }
-    want = {p["subject"]["switch"] for p in planted if "switch" in p["subject"]}
-    assert {s for s, _ in switch_bad} <= want | {_displaced(design)}, switch_bad
+    at = {p["kind"]: p["subject"] for p in planted}
+    slow = cluster.switch(at["isl_rate"]["switch"])
+    assert slow is not None
+    want = {("ISL-MISCABLED", leaf, port) for leaf, port in _moved(design)}
+    want |= {("ISL-RATE", slow.name, u.port) for u in slow.uplinks}
+    want |= {(code, at["port_errors"]["switch"], at["port_errors"]["switch_port"])
+             for code in ("PHY-001", "PHY-004")}  # fmt: skip
+    assert bad == want
 
 
-def _displaced(design: synthfabric.Design) -> str:
-    """The leaf whose cable the miscabled one displaced (a swap names both)."""
+def _moved(design: synthfabric.Design) -> set[tuple[str, str]]:
+    """The leaf ports whose cable is not where the design has it: the miscabled one and
+    the one it displaced."""
     sc = synthfabric.scenario(design)
     designed = {(a, ap): (b, bp) for a, ap, b, bp in design.isls}
     cabled = {(x[0], x[1]): (x[2], x[3]) for x in synthfabric.ibdiag.isls(sc)}
-    moved = {leaf for (leaf, p), end in cabled.items() if designed[(leaf, p)] != end}
-    mis = next(p.subject["switch"] for p in synthfabric.faults(design) if p.kind == "isl_miscabled")
-    return next(iter(moved - {mis}))
+    return {
+        (leaf, synthfabric.port_name(p))
+        for (leaf, p), end in cabled.items()
+        if designed[(leaf, p)] != end
+    }
+
+
+def test_a_clusters_page_lists_what_is_not_ok_and_counts_the_rest(tmp_path: Path) -> None:
+    """300 nodes: the all-nodes table becomes counts per check, the slowest-link table the
+    nodes with a link not OK and the 20 slowest; every node stays in report.json."""
+    run = synthrun.make_run(tmp_path / "run", nodes=300)
+    report, _, _ = write_reports(RunDir(run))
+    html = (run / "report.html").read_text()
+    assert len(report["nodes"]) == 300 and 'id="node-counts"' in html
+    assert '<table id="nodes">' not in html
+    ibstat = html.split("<tr><th>ibstat</th>", 1)[1].split("</tr>", 1)[0]
+    assert ">299<" in ibstat and ">1<" in ibstat  # synthrun's dead HCA: one node FAIL
+    table = html.split('id="slowest-links"', 1)[1].split("</table>", 1)[0]
+    shown = re.findall(r"<tr><th>(node\d+)</th>", table)
+    bad = {p["node"] for p in synthrun.planted(300) if p["fault"] in ("slow_cable", "dead_hca")}
+    assert bad <= set(shown) and 20 <= len(shown) < 60, shown
+    assert f"the other {300 - len(shown)} are in report.json" in html
+
+
+def test_the_clusters_lookups_are_its_own_after_a_copy(tmp_path: Path) -> None:
+    """Cluster.node/switch/cables are built once; a copy with other nodes (--limit) builds
+    its own, and the original keeps its (no rebuild each time one asks after the other)."""
+    inv = synthfabric.write_inventory(synthfabric.Design(64), tmp_path / "inv")
+    cluster = load_inventory(str(inv)).raise_for_errors()
+    first = cluster.nodes[0].name
+    assert cluster.node(first).name == first and len(cluster.cables("leaf0-0")) == 64
+    part = cluster.model_copy(update={"nodes": cluster.nodes[32:]})
+    with pytest.raises(KeyError):
+        part.node(first)
+    assert all(c.node is None or c.node >= "node0033" for c in part.cables("leaf0-1"))
+    index = cluster._nodes_by_name
+    part.node("node0040")
+    assert cluster._nodes_by_name is index and cluster.node(first).name == first
+    assert part == part.model_copy()  # what it has looked up is not part of what it is
+
+
+def test_a_node_tools_raw_output_keeps_the_fixed_bound_in_a_clusters_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rackops.validate import rundir as rundir_mod
+
+    monkeypatch.setattr(rundir_mod, "MAX_RAW_BYTES", 1000)
+    run = tmp_path / "run"
+    (run / "raw").mkdir(parents=True)
+    (run / "run.json").write_text(json.dumps({"size": {"nodes": 4096, "switches": 1536}}))
+    (run / "raw" / "big.out").write_text("x" * 5000)
+    with pytest.raises(DamagedRunDir, match="is 5000 bytes, larger than 1000"):
+        RunDir(run).read_raw({"id": "node/n1/ibstat", "tool": "ibstat", "stdout": "raw/big.out"})
+    sweep = {"id": "fabric/sweep/after/net_dump", "tool": "ibdiagnet", "stdout": "raw/big.out"}
+    assert RunDir(run).read_raw(sweep) == "x" * 5000
 
 
 def test_rackops_parse_bounds_a_fabric_wide_file_by_the_inventory_it_is_given(
@@ -307,20 +376,3 @@ def test_resume_nodes_reads_a_clusters_report_within_its_recorded_size(
     (run / "run.json").write_text(json.dumps({"size": {"nodes": 10**9}}))
     with pytest.raises(actions.DamagedReport, match="20000 hosts"):
         actions.load_report(run)
-
-
-def test_a_clusters_page_lists_what_is_not_ok_and_counts_the_rest(tmp_path: Path) -> None:
-    """300 nodes: the all-nodes table becomes counts per check, the slowest-link table the
-    nodes with a link not OK and the 20 slowest; every node stays in report.json."""
-    run = synthrun.make_run(tmp_path / "run", nodes=300)
-    report, _, _ = write_reports(RunDir(run))
-    html = (run / "report.html").read_text()
-    assert len(report["nodes"]) == 300 and 'id="node-counts"' in html
-    assert '<table id="nodes">' not in html
-    ibstat = html.split("<tr><th>ibstat</th>", 1)[1].split("</tr>", 1)[0]
-    assert ">299<" in ibstat and ">1<" in ibstat  # synthrun's dead HCA: one node FAIL
-    table = html.split('id="slowest-links"', 1)[1].split("</table>", 1)[0]
-    shown = re.findall(r"<tr><th>(node\d+)</th>", table)
-    bad = {p["node"] for p in synthrun.planted(300) if p["fault"] in ("slow_cable", "dead_hca")}
-    assert bad <= set(shown) and 20 <= len(shown) < 60, shown
-    assert f"the other {300 - len(shown)} are in report.json" in html

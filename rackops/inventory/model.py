@@ -477,7 +477,7 @@ class Versions(_Frozen):
         return self.driver_branch or self.driver.split(".", 1)[0]
 
 
-class _Memo(dict[str, tuple[tuple[object, ...], Any]]):
+class _Memo(dict[tuple[Any, ...], tuple[tuple[object, ...], Any]]):
     """Lookups a model keeps of itself: never part of what it is (two equal clusters are
     equal whatever each has looked up)."""
 
@@ -510,10 +510,13 @@ class Cluster(_Frozen):
     _memo: _Memo = PrivateAttr(default_factory=lambda: _Memo())
 
     def _memoised(self, key: str, source: tuple[object, ...], build: Callable[[], Any]) -> Any:
-        kept = self._memo.get(key)
+        # keyed by the sources' identity too: a copy shares this dict (pydantic copies
+        # private attributes shallowly) and finds its own entry, never the original's
+        slot = (key, *map(id, source))
+        kept = self._memo.get(slot)
         if kept is None or any(a is not b for a, b in zip(kept[0], source, strict=True)):
             kept = (source, build())
-            self._memo[key] = kept
+            self._memo[slot] = kept
         return kept[1]
 
     @property
@@ -531,11 +534,13 @@ class Cluster(_Frozen):
         )
 
     @property
-    def _cables(self) -> dict[str, list[Cable]]:
+    def _cables(self) -> dict[str, tuple[Cable, ...]]:
         source = (self.nodes, self.switches)
-        return cast(dict[str, list[Cable]], self._memoised("cables", source, self._build_cables))
+        return cast(
+            dict[str, tuple[Cable, ...]], self._memoised("cables", source, self._build_cables)
+        )
 
-    def _build_cables(self) -> dict[str, list[Cable]]:
+    def _build_cables(self) -> dict[str, tuple[Cable, ...]]:
         out: dict[str, list[Cable]] = {}
         for node in self.nodes:
             for hca in node.hcas:
@@ -548,7 +553,7 @@ class Cluster(_Frozen):
                 out.setdefault(up.spine, []).append(
                     Cable(up.spine_port, peer=f"{leaf.name} port {up.port}")
                 )
-        return out
+        return {sw: tuple(cables) for sw, cables in out.items()}
 
     def node(self, name: str) -> Node:
         """The node of that name (a KeyError where the design has none)."""
@@ -557,10 +562,10 @@ class Cluster(_Frozen):
     def switch(self, name: str) -> Switch | None:
         return self._switches_by_name.get(name)
 
-    def cables(self, switch: str) -> list[Cable]:
+    def cables(self, switch: str) -> tuple[Cable, ...]:
         """What is cabled into the switch's ports by the design: host HCAs, then the ISLs'
         ends, in the design's order (a port named twice: the later one is what it holds)."""
-        return self._cables.get(switch, [])
+        return self._cables.get(switch, ())
 
     def size(self, pair_tests: int = 0) -> Size:
         """The design's size, which bounds what a run of it reads (rackops.scale)."""

@@ -29,7 +29,7 @@ from typing import Any
 from rackops.docload import load_json
 from rackops.errors import ExitCode, InputError, RackopsError
 from rackops.names import NODE_RE, node_arg, short_repr
-from rackops.scale import RunLimits, Size, run_limits
+from rackops.scale import RunLimits, recorded_size, run_limits
 
 SCHEDULERS = ("slurm", "kubernetes", "none")
 REASON_PREFIX = "rackops:"
@@ -237,7 +237,8 @@ def _report_limit(run_dir: Path) -> int:
     larger (rackops.scale: a cluster's report is larger than a rack's)."""
     try:
         meta = load_json(
-            _read_regular(run_dir / "run.json", 1 << 20).decode(errors="replace"), _nan
+            _read_regular(run_dir / "run.json", RunLimits().json_bytes).decode(errors="replace"),
+            _nan,
         )
     except FileNotFoundError:
         return MAX_REPORT_BYTES
@@ -245,9 +246,8 @@ def _report_limit(run_dir: Path) -> int:
         raise InputError(
             f"{run_dir / 'run.json'}: unreadable: {_CONTROL.sub('?', str(exc)[:200])}"
         ) from None
-    size = meta.get("size") if isinstance(meta, dict) else None
     try:
-        design = Size.from_json(size, str(run_dir / "run.json")) if size is not None else None
+        design = recorded_size(meta, str(run_dir / "run.json"))
     except ValueError as exc:
         raise DamagedReport(
             f"{_CONTROL.sub('?', str(exc))}; the run directory was altered"

@@ -75,6 +75,15 @@ def package_binaries(package: str) -> tuple[str, ...]:
     return tuple(b.name for _t, b in binaries() if b.package == package)
 
 
+def input_limits(tool: str, cluster: Cluster | None) -> Limits:
+    """What one output of ``tool`` may hold: a fabric-wide tool's as much as the design
+    allows (rackops.scale.fabric_limits), every other tool's the fixed bound."""
+    t = registry().get(tool)
+    if cluster is None or t is None or not t.fabric_wide:
+        return DEFAULT
+    return fabric_limits(cluster.size())
+
+
 def parse(tool: str, text: str, limits: Limits = DEFAULT) -> Any:
     """Parse ``text`` as the output of ``tool``: a ParseError for anything unreadable. The
     result is that tool's parsed form (its parser's dataclass), which the caller, naming
@@ -142,9 +151,8 @@ def judged(tool: str, text: str, ctx: Context, node: str | None) -> tuple[list[F
     """One output of ``tool`` judged on its own, and its parse (None where unreadable): a
     run keeps the parse, so the stages after never read the output again."""
     t = get(tool)
-    limits = fabric_limits(ctx.cluster.size()) if ctx.cluster is not None else DEFAULT
     try:
-        parsed = parse(tool, text, limits)
+        parsed = parse(tool, text, input_limits(tool, ctx.cluster))
     except ParseError as exc:
         return [unreadable(tool, node, exc)], None
     if t.check is None:

@@ -220,11 +220,20 @@ def _trays_said(by_tray: dict[str, list[dict[str, Any]]], trays: dict[str, Any])
 
 
 class Row(NamedTuple):
-    """One fact of the fleet table: each node's cell, and the value most nodes have."""
+    """One fact of the fleet table: each node's cell, and (a cluster's table, whose columns
+    are the nodes that differ) the value most of the nodes not shown have."""
 
     fact: str
     cells: dict[str, dict[str, Any]]
     ref: str | None
+
+
+def _most(row: Row, shown: set[str]) -> str | None:
+    """The value most of the row's nodes outside ``shown`` have (None: none has one)."""
+    values = Counter(
+        c["value"] for n, c in row.cells.items() if n not in shown and c["value"] is not None
+    )
+    return values.most_common(1)[0][0] if values else None
 
 
 def _fleet(run: RunDir) -> dict[str, Any] | None:
@@ -266,19 +275,20 @@ def _fleet(run: RunDir) -> dict[str, Any] | None:
                 differs |= odd
                 cells[n] = {"value": value, "status": status if value is not None else "none"}
             if differs:
-                common = Counter(c["value"] for c in cells.values() if c["value"] is not None)
-                ref = common.most_common(1)[0][0] if common else None
-                rows.append(Row(fact=key, cells=cells, ref=ref))
+                rows.append(Row(fact=key, cells=cells, ref=None))
+        more = max(0, len(rows) - MAX_FLEET_ROWS)
+        rows = rows[:MAX_FLEET_ROWS]
         shown = sorted(nodes)
         if len(shown) > MATRIX_MAX_NODES:  # a cluster: the nodes that differ, and the others
-            odd = {n for row in rows[:MAX_FLEET_ROWS] for n, c in row.cells.items()
+            odd = {n for row in rows for n, c in row.cells.items()
                    if c["status"] not in ("OK", "none")}  # fmt: skip
             shown = [n for n in shown if n in odd]
+            rows = [r._replace(ref=_most(r, odd)) for r in rows]
         return {
             "how": data["how"],
             "facts": len(keys),
-            "rows": [dict(r._asdict()) for r in rows[:MAX_FLEET_ROWS]],
-            "more_rows": max(0, len(rows) - MAX_FLEET_ROWS),
+            "rows": [dict(r._asdict()) for r in rows],
+            "more_rows": more,
             "nodes": shown,
             "others": len(nodes) - len(shown),
         }

@@ -26,9 +26,9 @@ from rackops.docload import load_json
 from rackops.names import NODE_RE
 from rackops.parsers import ParseError
 from rackops.parsers._common import finite_json
-from rackops.scale import RunLimits, Size, run_limits
+from rackops.scale import RunLimits, Size, recorded_size, run_limits
 from rackops.tools import get as get_tool
-from rackops.tools import parse
+from rackops.tools import parse, registry
 from rackops.validate.executor import CommandResult
 from rackops.validate.records import (
     OUTPUT,
@@ -120,8 +120,7 @@ class RunDir:
                 meta = self.read_json("run.json", MAX_JSON_BYTES)
             except FileNotFoundError:
                 meta = None
-            size = meta.get("size") if isinstance(meta, dict) else None
-            self._limits = run_limits(Size.from_json(size, "run.json") if size else None, base)
+            self._limits = run_limits(recorded_size(meta, "run.json"), base)
         return self._limits
 
     def release(self) -> None:
@@ -144,12 +143,20 @@ class RunDir:
         if not isinstance(rel, str):
             return None
         try:
-            data = self.read_bytes(self.path / rel, self.limits.raw_bytes, self.limits.why)
+            data = self.read_bytes(self.path / rel, *self._raw_bound(rec))
         except FileNotFoundError:
             return None
         except DamagedRunDir as exc:  # name the record that points at it
             raise damaged(self.path / rel, None, rec.get("id"), f"{key} {exc.why}") from None
         return data.decode(errors="replace")
+
+    def _raw_bound(self, rec: dict[str, Any]) -> tuple[int, str]:
+        """One raw output's bound: a fabric-wide tool's by the run's design, any other
+        tool's the fixed one (a node's output is no larger in a cluster)."""
+        tool = registry().get(rec.get("tool", ""))
+        if tool is not None and tool.fabric_wide:
+            return self.limits.raw_bytes, self.limits.why
+        return MAX_RAW_BYTES, "the fixed bound of one node's output"
 
     def keep_parsed(self, step_id: str, parsed: Any) -> None:
         with self._lock:
